@@ -1,0 +1,5 @@
+"""``python -m scenemetrics`` is the ``scenemetrics`` command."""
+
+from scenemetrics.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""inpainting room."""

@@ -1,0 +1,1 @@
+"""openlex3d room."""
