@@ -1,0 +1,240 @@
+"""PuzzleSim speed and memory: scenemetrics vs the authors' ``puzzle-sim`` package, same run, same machine.
+
+Per test image with references cached (warm-up excluded): ours (``screening="auto"``), ours plain
+(``screening="off"``), ``puzzle-sim``'s default path (``PuzzleSim(refs)(test)``: ``mem_save=True``, ``stride=4``)
+and its naive path (``mem_save=False``). The ratio that counts (spec 11/12) is the median over alternating pairs of
+``cpu_ours / cpu_puzzle_sim_default`` in process CPU time with torch on one thread; wall-time ratios are reported
+alongside. Peak RSS is measured in a separate child process per implementation (embedding + one call).
+
+Prints one JSON object. Default weights are deterministic random weights (benchmarks never download); real
+ImageNet weights change timings little. Images come from :mod:`scenemetrics.synthetic` (seeded).
+
+Usage:
+    python benchmarks/puzzlesim_speed.py                 # 34 refs of 416x628, threads 1 and torch's default
+    python benchmarks/puzzlesim_speed.py --threads 1 --repeats 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+if SRC.is_dir() and str(SRC) not in sys.path:
+    sys.path.insert(0, str(SRC))
+
+from scenemetrics.puzzlesim import PuzzleSimMemory, random_checkpoint  # noqa: E402
+from scenemetrics.puzzlesim import search as _search  # noqa: E402
+from scenemetrics.synthetic import make_scene  # noqa: E402
+
+TV_FILE = {"squeezenet1_1": "squeezenet1_1-b8a52dc0.pth"}
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _setup(args: argparse.Namespace, tmp: Path) -> tuple[Path, torch.Tensor, torch.Tensor]:
+    weights = Path(args.weights) if args.weights else random_checkpoint("squeezenet1_1", tmp / TV_FILE["squeezenet1_1"])
+    # puzzle-sim loads through torchvision's cache: put the same file there
+    hub_dir = tmp / "torch_hub"
+    (hub_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+    link = hub_dir / "checkpoints" / TV_FILE["squeezenet1_1"]
+    if not link.exists():
+        link.symlink_to(weights.resolve())
+    torch.hub.set_dir(str(hub_dir))
+    scene = make_scene(num_train=args.refs, num_novel=1, size=tuple(args.size), seed=args.seed)
+    refs = torch.stack(scene.train_views).to(args.device)
+    test = scene.novel_views[0].unsqueeze(0).to(args.device)
+    return weights, refs, test
+
+
+def _implementations(weights: Path, refs: torch.Tensor, test: torch.Tensor, only: str | None = None) -> dict:
+    """name -> (embed_seconds, callable returning the (H, W) map)."""
+    impls = {}
+
+    def want(name: str) -> bool:
+        return only is None or name == only
+
+    if want("ours") or want("ours_plain"):
+        t0 = time.perf_counter()
+        memory = PuzzleSimMemory(refs, weights_path=weights)
+        embed = time.perf_counter() - t0
+        if want("ours"):
+            impls["ours"] = (embed, lambda: memory.similarity_map(test, screening="auto")[0])
+        if want("ours_plain"):
+            impls["ours_plain"] = (embed, lambda: memory.similarity_map(test, screening="off")[0])
+    try:
+        import puzzle_sim
+    except ImportError:
+        return impls
+    if want("puzzle_sim_default") or want("puzzle_sim_naive"):
+        ps = puzzle_sim.PuzzleSim(refs)
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            ps.reference_feats = ps.feature_extractor.compute_features(ps.reference, (2, 3, 4), True)
+        embed = time.perf_counter() - t0
+
+        def theirs(mem_save: bool):
+            def call():
+                with torch.no_grad():
+                    return ps(test, mem_save=mem_save)
+
+            return call
+
+        if want("puzzle_sim_default"):
+            impls["puzzle_sim_default"] = (embed, theirs(True))
+        if want("puzzle_sim_naive"):
+            impls["puzzle_sim_naive"] = (embed, theirs(False))
+    return impls
+
+
+def _timed(fn) -> tuple[float, float, torch.Tensor]:
+    c0, w0 = time.process_time(), time.perf_counter()
+    out = fn()
+    return time.perf_counter() - w0, time.process_time() - c0, out
+
+
+def _child_rss(args: argparse.Namespace, name: str) -> float | None:
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        name,
+        "--refs",
+        str(args.refs),
+        "--size",
+        *map(str, args.size),
+        "--seed",
+        str(args.seed),
+        "--device",
+        args.device,
+        "--threads",
+        "1",
+    ]
+    if args.weights:
+        cmd += ["--weights", args.weights]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    try:
+        return json.loads(res.stdout.strip().splitlines()[-1])["peak_rss_mb"]
+    except (IndexError, KeyError, json.JSONDecodeError):
+        return None
+
+
+def _run_threads(args: argparse.Namespace, impls: dict, threads: int) -> dict:
+    torch.set_num_threads(threads) if threads > 0 else torch.set_num_threads(_DEFAULT_THREADS)
+    names = list(impls)
+    maps = {}
+    for name in names:  # warm-up (builds lazy caches such as the screening index), excluded
+        maps[name] = impls[name][1]()
+    wall = {n: [] for n in names}
+    cpu = {n: [] for n in names}
+    pair_cpu, pair_wall = [], []
+    for rep in range(args.repeats):
+        order = names if rep % 2 == 0 else names[::-1]  # who goes first alternates
+        for name in order:
+            w, c, _ = _timed(impls[name][1])
+            wall[name].append(w)
+            cpu[name].append(c)
+        if "ours" in impls and "puzzle_sim_default" in impls:
+            pair_cpu.append(cpu["ours"][-1] / cpu["puzzle_sim_default"][-1])
+            pair_wall.append(wall["ours"][-1] / wall["puzzle_sim_default"][-1])
+    base = maps.get("puzzle_sim_default")
+    base_cpu = statistics.median(cpu["puzzle_sim_default"]) if base is not None else None
+    base_wall = statistics.median(wall["puzzle_sim_default"]) if base is not None else None
+    out = {}
+    for name in names:
+        entry = {
+            "median_wall_s": statistics.median(wall[name]),
+            "wall_s": wall[name],
+            "median_cpu_s": statistics.median(cpu[name]),
+            "cpu_s": cpu[name],
+            "reference_embedding_s": impls[name][0],
+        }
+        if base is not None:
+            diff = (maps[name].float().cpu() - base.float().cpu()).abs().max()
+            entry["max_abs_diff_vs_puzzle_sim_default"] = float(diff)
+            entry["cpu_ratio_vs_puzzle_sim_default"] = entry["median_cpu_s"] / base_cpu
+            entry["wall_ratio_vs_puzzle_sim_default"] = entry["median_wall_s"] / base_wall
+        out[name] = entry
+    result = {"threads": torch.get_num_threads(), "implementations": out}
+    if pair_cpu:
+        result["alternating_pairs_cpu_ratio"] = pair_cpu
+        result["median_pair_cpu_ratio_ours_vs_puzzle_sim_default"] = statistics.median(pair_cpu)
+        result["median_pair_wall_ratio_ours_vs_puzzle_sim_default"] = statistics.median(pair_wall)
+    return result
+
+
+_DEFAULT_THREADS = torch.get_num_threads()
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--refs", type=int, default=34)
+    p.add_argument("--size", type=int, nargs=2, default=(416, 628), metavar=("H", "W"))
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--threads", type=int, nargs="+", default=[1, 0], help="thread counts to run (0 = torch default)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--weights", default=None, help="squeezenet1_1 checkpoint (default: deterministic random weights)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child processes")
+    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+
+    with tempfile.TemporaryDirectory() as tmpdir:
+        tmp = Path(tmpdir)
+        if args.child:
+            torch.set_num_threads(1)
+            weights, refs, test = _setup(args, tmp)
+            impls = _implementations(weights, refs, test, only=args.child)
+            impls[args.child][1]()
+            rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            print(json.dumps({"peak_rss_mb": rss_kb / 1024}))
+            return
+        weights, refs, test = _setup(args, tmp)
+        impls = _implementations(weights, refs, test)
+        torch.set_num_threads(1)
+        probe = _search.bf16_probe()
+        report = {
+            "setting": {
+                "references": args.refs,
+                "size": list(args.size),
+                "backbone": "squeezenet1_1",
+                "layers": [2, 3, 4],
+                "weights": args.weights or "deterministic random (seed 0)",
+                "device": args.device,
+                "repeats": args.repeats,
+            },
+            "torch": torch.__version__,
+            "cpu_model": _cpu_model(),
+            "cpu_count": os.cpu_count(),
+            "bf16_probe_one_thread": probe,
+            "fast_bf16_matmul": bool(probe["fast"]),
+            "screening_enabled_by_probe": bool(probe["enabled"]),
+            "acceptance_limit": 0.5 if probe["fast"] else 0.9,
+            "runs": [_run_threads(args, impls, t) for t in args.threads],
+        }
+        if not args.no_rss:
+            report["peak_rss_mb"] = {name: _child_rss(args, name) for name in impls}
+        print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

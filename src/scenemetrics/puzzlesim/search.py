@@ -1,0 +1,298 @@
+"""Exact maximum-cosine search of PuzzleSim (spec sec. 6): plain chunked search and the bf16-screened CPU search.
+
+All functions take **unit** query rows ``Q`` (``M x C``) and unit reference rows ``R`` (``K x C``) and return, per
+query, ``max_k <q, r_k>`` without ever materialising the ``M x K`` similarity matrix: work is split so that at
+most ``chunk_size`` similarities exist at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+__all__ = [
+    "BLOCK",
+    "ScreenIndex",
+    "bf16_probe",
+    "cluster_order",
+    "default_chunk_size",
+    "full_fp32_matmul",
+    "plain_max",
+    "screened_max",
+]
+
+BLOCK = 256
+"""Reference vectors per screening block (spec 6.3)."""
+
+_CPU_CHUNK = 1 << 22
+_CUDA_CHUNK = 1 << 26
+
+
+def default_chunk_size(device: torch.device | str) -> int:
+    """Similarities materialised at once when ``chunk_size=None``: 2^22 on CPU (16 MB fp32), 2^26 on CUDA."""
+    return _CUDA_CHUNK if torch.device(device).type == "cuda" else _CPU_CHUNK
+
+
+@contextlib.contextmanager
+def full_fp32_matmul() -> Iterator[None]:
+    """Force IEEE fp32 matmuls (no TF32 on CUDA, no bf16 inside oneDNN on CPU) and restore the user's setting."""
+    old = torch.get_float32_matmul_precision()
+    if old == "highest":
+        yield
+        return
+    torch.set_float32_matmul_precision("highest")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(old)
+
+
+def _tiles(m: int, k: int, chunk_size: int) -> tuple[int, int]:
+    """Rows (<= m) and columns (<= k) per tile so that rows * cols <= chunk_size, rows first."""
+    rows = max(1, min(m, chunk_size))
+    cols = max(1, min(k, chunk_size // rows))
+    return rows, cols
+
+
+def plain_max(q: Tensor, r: Tensor, chunk_size: int, *, with_indices: bool = False) -> tuple[Tensor, Tensor | None]:
+    """Exact ``max_k <q_i, r_k>`` by chunked GEMM and a running max (spec 6.2).
+
+    Args:
+        q: ``(M, C)`` query rows.
+        r: ``(K, C)`` reference rows, ``K >= 1``.
+        chunk_size: maximum number of similarities materialised at once.
+        with_indices: also return the argmax ``k`` per query (first maximal index within a chunk; across chunks
+            the earliest chunk wins ties).
+
+    Returns:
+        ``(values (M,), indices (M,) or None)``.
+    """
+    m, k = q.shape[0], r.shape[0]
+    best = torch.full((m,), -math.inf, dtype=q.dtype, device=q.device)
+    idx = torch.zeros(m, dtype=torch.long, device=q.device) if with_indices else None
+    if m == 0:
+        return best, idx
+    rows, cols = _tiles(m, k, chunk_size)
+    with torch.no_grad(), full_fp32_matmul():
+        for r0 in range(0, m, rows):
+            qs = q[r0 : r0 + rows]
+            b = best[r0 : r0 + rows]
+            for k0 in range(0, k, cols):
+                sim = qs @ r[k0 : k0 + cols].T
+                if with_indices:
+                    v, i = sim.max(dim=1)
+                    better = v > b
+                    b.copy_(torch.where(better, v, b))
+                    ib = idx[r0 : r0 + rows]
+                    ib.copy_(torch.where(better, i + k0, ib))
+                else:
+                    torch.maximum(b, sim.amax(dim=1), out=b)
+    return best, idx
+
+
+@functools.lru_cache(maxsize=1)
+def bf16_probe() -> dict[str, float | bool]:
+    """One-time, process-wide probe of the CPU's bf16 GEMM (spec 6.3).
+
+    Times a ``(1024 x 256) @ (256 x 8192)`` product in bf16 and fp32 (best of 3 each, current thread setting) and
+    checks that the bf16 result of unit-norm non-negative vectors is within 2^-6 of fp32 (a kernel accumulating in
+    fp32 and rounding only the output stays below about 3 * 2^-8; one accumulating in bf16 fails).
+
+    Returns:
+        ``{"speedup": fp32_time / bf16_time, "max_error": ..., "fast": speedup >= 1.5, "accurate": ...,
+        "enabled": fast and accurate}``.
+    """
+    g = torch.Generator().manual_seed(0)
+    a = torch.rand(1024, 256, generator=g)
+    b = torch.rand(8192, 256, generator=g)
+    a = a / a.norm(dim=1, keepdim=True)
+    b = b / b.norm(dim=1, keepdim=True)
+    ab, bb = a.bfloat16(), b.bfloat16()
+    bt, bbt = b.T.contiguous(), bb.T.contiguous()
+
+    def best_time(x: Tensor, y: Tensor) -> float:
+        torch.mm(x, y)
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            torch.mm(x, y)
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    with torch.no_grad(), full_fp32_matmul():
+        t32 = best_time(a, bt)
+        t16 = best_time(ab, bbt)
+        exact = a @ bt
+        err = float((torch.mm(ab, bbt).float() - exact).abs().max())
+    speedup = t32 / max(t16, 1e-12)
+    fast = speedup >= 1.5
+    accurate = err <= 2.0**-6
+    return {"speedup": speedup, "max_error": err, "fast": fast, "accurate": accurate, "enabled": fast and accurate}
+
+
+@dataclass
+class ScreenIndex:
+    """The cached bf16 screening copy of one layer's reference vectors (spec 6.3 step 1).
+
+    The reference vectors are first put in a cluster order (a few rounds of spherical k-means, deterministic):
+    the max is order-independent, and blocks of similar vectors make the block maxima discriminative, so far
+    fewer (query, block) pairs survive the screen when many references are near-duplicates of each other
+    (overlapping training views, flat regions).
+
+    Attributes:
+        vectors: ``(K, C)`` float32 unit reference rows in cluster order: the exact copy that is rescored (callers
+            may adopt it in place of their own copy: same set of vectors, other order).
+        aug: ``(K_pad, C_pad)`` bf16: rows ``[bf16(vectors[k]), -1, 0...]``; padding rows ``[0, -4, 0...]`` can
+            never survive the screen.
+        rho_lo: ``max_k ||r_k - float(bf16(r_k))||`` (float64).
+        rho_hi: ``max_k ||bf16(r_k)||`` (float64).
+        num: ``K`` (real reference vectors).
+        block: vectors per block.
+    """
+
+    vectors: Tensor
+    aug: Tensor
+    rho_lo: float
+    rho_hi: float
+    num: int
+    block: int = BLOCK
+
+    @classmethod
+    def build(cls, r: Tensor, block: int = BLOCK) -> ScreenIndex:
+        k, c = r.shape
+        r = r[cluster_order(r, max(1, k // (2 * block)))].contiguous()
+        k_pad = -(-k // block) * block
+        c_pad = c + 1 + (c + 1) % 2  # even inner dimension suits the bf16 pair-dot kernels
+        rt = r.to(torch.bfloat16)
+        r64, rt64 = r.double(), rt.double()
+        rho_lo = float((r64 - rt64).norm(dim=1).max())
+        rho_hi = float(rt64.norm(dim=1).max())
+        aug = torch.zeros(k_pad, c_pad, dtype=torch.bfloat16, device=r.device)
+        aug[:k, :c] = rt
+        aug[:k, c] = -1.0
+        aug[k:, c] = -4.0
+        return cls(vectors=r, aug=aug, rho_lo=rho_lo, rho_hi=rho_hi, num=k, block=block)
+
+    @property
+    def num_blocks(self) -> int:
+        return self.aug.shape[0] // self.block
+
+    @property
+    def nbytes(self) -> int:
+        return self.aug.numel() * self.aug.element_size()
+
+
+def cluster_order(r: Tensor, clusters: int, rounds: int = 6) -> Tensor:
+    """A permutation of the rows of ``r`` grouping similar vectors: sort by spherical k-means label (bf16 GEMMs)."""
+    k = r.shape[0]
+    if clusters < 2 or k < 4 * BLOCK:
+        return torch.arange(k, device=r.device)
+    rb = r.to(torch.bfloat16)
+    centers = r[torch.linspace(0, k - 1, clusters, device=r.device).round().long()].clone()
+    step = max(1, (1 << 22) // clusters)
+    labels = torch.empty(k, dtype=torch.long, device=r.device)
+    for _ in range(rounds):
+        cb = centers.to(torch.bfloat16).T
+        for i in range(0, k, step):
+            labels[i : i + step] = (rb[i : i + step] @ cb).argmax(dim=1)
+        sums = torch.zeros_like(centers).index_add_(0, labels, r)
+        counts = torch.bincount(labels, minlength=clusters)
+        # an emptied cluster keeps its old centre
+        centers = torch.where((counts > 0).unsqueeze(1), F.normalize(sums, dim=1), centers)
+    return torch.argsort(labels, stable=True)
+
+
+def screened_max(q: Tensor, index: ScreenIndex, chunk_size: int) -> Tensor:
+    """Exact ``max_k <q_i, r_k>`` on CPU: a bf16 pass proves which blocks cannot hold the max (spec 6.3).
+
+    Args:
+        q: ``(M, C)`` float32 unit (or zero) query rows.
+        index: :class:`ScreenIndex` of the reference rows.
+        chunk_size: maximum number of coarse similarities materialised at once (at least one block's worth).
+
+    Returns:
+        ``(M,)`` float32, equal to :func:`plain_max` up to fp32 rounding.
+    """
+    m, c = q.shape
+    best = torch.zeros(m, dtype=torch.float32, device=q.device)
+    if m == 0:
+        return best
+    b = index.block
+    with torch.no_grad(), full_fp32_matmul():
+        # Zero queries (all-zero feature vectors) have similarity 0 to everything: exact without any search, and
+        # they would otherwise make every block survive.
+        live = (q != 0).any(dim=1)
+        if not bool(live.all()):
+            q_live = q[live]
+            if q_live.shape[0]:
+                best[live] = screened_max(q_live, index, chunk_size)
+            return best
+
+        # step 2: per-query error bound of the bf16 dot products
+        qt = q.to(torch.bfloat16)
+        q64, qt64 = q.double(), qt.double()
+        dq = (q64 - qt64).norm(dim=1)
+        err = (qt64.norm(dim=1) * index.rho_lo + dq * index.rho_hi + dq * index.rho_lo + 1e-4).float()
+        q_aug = torch.zeros(m, index.aug.shape[1], dtype=torch.bfloat16, device=q.device)
+        q_aug[:, :c] = qt
+        q_aug[:, c] = 1.0
+        q_aug_t = q_aug.T
+
+        # step 3: coarse pass, table[j, i] = bf16 max over block j of (<q~_i, r~_k> - 1). Tiles of about 2^20
+        # scores (2 MB of bf16) keep each GEMM output in cache for the block max that reads it back.
+        nb = index.num_blocks
+        tile = min(chunk_size, _COARSE_TILE)
+        cols = min(m, max(1, tile // _COARSE_ROWS))
+        rows = max(b, (tile // cols) // b * b)
+        table = torch.empty(nb, m, dtype=torch.bfloat16, device=q.device)
+        for k0 in range(0, nb * b, rows):
+            k1 = min(k0 + rows, nb * b)
+            a = index.aug[k0:k1]
+            for i0 in range(0, m, cols):
+                y = a @ q_aug_t[:, i0 : i0 + cols]  # (k1 - k0, cols) = s^ - 1, rounded to bf16
+                table[k0 // b : k1 // b, i0 : i0 + cols] = y.view(-1, b, y.shape[1]).amax(dim=1)
+
+        # step 4: lower bound L(q) = exact max over the best-looking block
+        arange = torch.arange(m, device=q.device)
+        jstar = table.argmax(dim=0)
+        r = index.vectors
+        lower = _exact_block_max(q, r, jstar, arange, b)
+
+        # step 5: rescore every other block that may hold a larger similarity
+        thresh = (lower - 1.0 - err) * (1.0 + 2.0**-7)
+        surv = table.float() >= thresh.unsqueeze(0)
+        surv[jstar, arange] = False
+        best = lower
+        pairs = surv.nonzero()  # (P, 2) = (block, query), sorted by block
+        if pairs.shape[0]:
+            cand = _exact_block_max(q, r, pairs[:, 0], pairs[:, 1], b)
+            best = best.scatter_reduce(0, pairs[:, 1], cand, reduce="amax")
+    return best
+
+
+_COARSE_TILE = 1 << 20
+_COARSE_ROWS = 4096
+
+
+def _exact_block_max(q: Tensor, r: Tensor, blocks: Tensor, queries: Tensor, b: int) -> Tensor:
+    """fp32 ``max_{k in block blocks[p]} <q[queries[p]], r_k>`` for every pair ``p`` (grouped by block)."""
+    order = torch.argsort(blocks, stable=True)
+    blocks_s, queries_s = blocks[order], queries[order]
+    uniq, counts = torch.unique_consecutive(blocks_s, return_counts=True)
+    out_s = torch.empty(queries_s.shape[0], dtype=torch.float32, device=q.device)
+    start = 0
+    for j, n in zip(uniq.tolist(), counts.tolist(), strict=True):
+        sims = q.index_select(0, queries_s[start : start + n]) @ r[j * b : (j + 1) * b].T
+        out_s[start : start + n] = sims.amax(dim=1)
+        start += n
+    out = torch.empty_like(out_s)
+    out[order] = out_s
+    return out
