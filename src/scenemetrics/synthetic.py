@@ -159,17 +159,19 @@ def _plant(g: torch.Generator, img: Tensor, kind: str) -> tuple[Tensor, Tensor, 
     elif kind == "floater":
         r2 = ((yy - cy) ** 2 + (xx - cx) ** 2) / (s / 2.5) ** 2
         a = 0.85 * torch.exp(-r2)
+        a = torch.where(a > 0.05, a, torch.zeros(()))  # compact support: the mask holds every changed pixel
         color = torch.rand(3, 1, 1, generator=g)
         out = out * (1 - a) + color * a
-        mask = a > 0.1
+        mask = a > 0
     elif kind == "needle":
         ang = float(torch.rand(1, generator=g)) * math.pi
         u = (xx - cx) * math.cos(ang) + (yy - cy) * math.sin(ang)
         v = -(xx - cx) * math.sin(ang) + (yy - cy) * math.cos(ang)
         a = torch.exp(-((u / (1.2 * s)) ** 2) - (v / 1.5) ** 2)
+        a = torch.where(a > 0.05, a, torch.zeros(()))
         color = torch.rand(3, 1, 1, generator=g)
         out = out * (1 - a) + color * a
-        mask = a > 0.1
+        mask = a > 0
     elif kind == "blur":
         mask = torch.zeros(h, w, dtype=torch.bool)
         mask[y0 : y0 + s, x0 : x0 + s] = True
@@ -179,7 +181,7 @@ def _plant(g: torch.Generator, img: Tensor, kind: str) -> tuple[Tensor, Tensor, 
         a = (1 - r2).clamp(0, 1)
         shift = torch.rand(3, 1, 1, generator=g) - 0.5
         out = out + 0.8 * shift * a
-        mask = a > 0.1
+        mask = a > 0
     ys, xs = torch.nonzero(mask, as_tuple=True)
     box = [int(ys.min()), int(xs.min()), int(ys.max()) + 1, int(xs.max()) + 1] if ys.numel() else [y0, x0, y0, x0]
     return out.clamp(0, 1), mask, box

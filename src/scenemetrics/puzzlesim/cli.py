@@ -1,0 +1,134 @@
+"""``scenemetrics puzzlesim --refs DIR --images DIR --out DIR``: PuzzleSim maps and scores for a folder of images."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from scenemetrics import cli as _cli
+
+__all__ = ["register", "run", "save_map_pngs"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "puzzlesim",
+        help="PuzzleSim artifact maps of images against unaligned reference (training) views",
+        description=(
+            "Score every image of --images against all views of --refs with PuzzleSim (Hermann et al., ICCV 2025). "
+            "Writes <out>/maps/<name>.png (colormapped map, warm = artifact), <out>/overlays/<name>.png and "
+            "<out>/scores.json (per-image mean map value and the mean over all images)."
+        ),
+    )
+    p.add_argument("--refs", required=True, metavar="DIR", help="folder of reference / training views")
+    p.add_argument(
+        "--images",
+        "--renders",
+        dest="images",
+        required=True,
+        metavar="DIR",
+        help="folder of images to score (e.g. novel-view renders)",
+    )
+    _cli.add_out_arg(p)
+    _cli.add_weights_arg(p)
+    _cli.add_device_arg(p)
+    _cli.add_quiet_arg(p)
+    p.add_argument("--backbone", default="squeezenet1_1", help="squeezenet1_1 (default), alexnet or vgg16")
+    p.add_argument("--layers", type=int, nargs="+", default=None, metavar="L", help="LPIPS slice indices (2 3 4)")
+    p.add_argument(
+        "--layer-weights",
+        type=float,
+        nargs="+",
+        default=None,
+        metavar="W",
+        help="one weight per layer (default 0.67 0.2 0.13)",
+    )
+    p.add_argument(
+        "--resize",
+        type=int,
+        nargs=2,
+        default=None,
+        metavar=("H", "W"),
+        help="resize references and images before the backbone (maps keep the original size)",
+    )
+    p.add_argument("--colormap", default="jet_r", help="colormap of the map PNGs (default jet_r: warm = artifact)")
+    p.add_argument("--save-raw", action="store_true", help="also save each float map as <out>/raw/<name>.npy")
+    p.set_defaults(func=run)
+
+
+def save_map_pngs(image, sim_map, out: Path, name: str, colormap: str = "jet_r") -> dict[str, str]:
+    """Write ``maps/<name>.png`` (colormapped map) and ``overlays/<name>.png`` (image blended with the map)."""
+    from scenemetrics import viz
+
+    colored = viz.apply_colormap(sim_map, colormap)
+    # the overlay shows the colour only where the map is low (artifacts), the image elsewhere
+    alpha = (1.0 - sim_map.detach().cpu().float()).clamp(0, 1) * 0.85
+    paths = {
+        "map": viz.save_png(colored, out / "maps" / f"{name}.png"),
+        "overlay": viz.save_png(viz.blend(image, colored, alpha), out / "overlays" / f"{name}.png"),
+    }
+    return {k: str(v.relative_to(out)) for k, v in paths.items()}
+
+
+def run(args: argparse.Namespace) -> int:
+    import numpy as np
+    import torch
+
+    from scenemetrics.image import list_images, read_image
+    from scenemetrics.puzzlesim import DEFAULT_LAYER_WEIGHTS, DEFAULT_LAYERS, PuzzleSimMemory
+
+    device = _cli.resolve_device(args.device)
+    layers = tuple(args.layers) if args.layers else DEFAULT_LAYERS
+    weights = (
+        tuple(args.layer_weights)
+        if args.layer_weights
+        else (DEFAULT_LAYER_WEIGHTS if layers == DEFAULT_LAYERS else None)
+    )
+    out = Path(args.out)
+    ref_files = list_images(args.refs, "--refs")
+    image_files = list_images(args.images, "--images")
+    refs = [read_image(f) for f in _cli.progress(ref_files, quiet=args.quiet, desc="reading references")]
+    memory = PuzzleSimMemory(
+        refs,
+        backbone=args.backbone,
+        layers=layers,
+        weights_path=args.weights,
+        resize=tuple(args.resize) if args.resize else None,
+        device=device,
+        progress=not args.quiet,
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    results = {}
+    for f in _cli.progress(image_files, quiet=args.quiet, desc="scoring images"):
+        img = read_image(f).to(device)
+        with torch.no_grad():
+            sim_map = memory.similarity_map(img, layer_weights=weights)[0].cpu()
+        entry = {"score": float(sim_map.mean()), "min": float(sim_map.min()), "file": str(f)}
+        entry.update(save_map_pngs(img, sim_map, out, f.stem, args.colormap))
+        if args.save_raw:
+            (out / "raw").mkdir(exist_ok=True)
+            np.save(out / "raw" / f"{f.stem}.npy", sim_map.numpy())
+            entry["raw"] = f"raw/{f.stem}.npy"
+        results[f.stem] = entry
+    scores = [e["score"] for e in results.values()]
+    _cli.write_json(
+        out / "scores.json",
+        {
+            "metric": "puzzlesim",
+            "mean_score": float(np.mean(scores)),
+            "higher_is_better": True,
+            "images": results,
+            "settings": {
+                "backbone": memory.backbone,
+                "layers": list(memory.layers),
+                "layer_weights": list(weights) if weights else None,
+                "resize": list(args.resize) if args.resize else None,
+                "weights": args.weights or "hub cache (torchvision ImageNet)",
+                "references": [str(f) for f in ref_files],
+                "device": str(device),
+            },
+        },
+    )
+    if not args.quiet:
+        print(f"PuzzleSim mean score {np.mean(scores):.4f} over {len(scores)} image(s); results in {out}")
+    return 0
