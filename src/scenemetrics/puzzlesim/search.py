@@ -32,6 +32,9 @@ __all__ = [
 BLOCK = 256
 """Reference vectors per screening block (spec 6.3)."""
 
+SHIFT = 1.0 + 2.0**-6
+"""Subtracted from every coarse similarity (exactly representable in bf16); see :class:`ScreenIndex`."""
+
 _CPU_CHUNK = 1 << 22
 _CUDA_CHUNK = 1 << 26
 
@@ -147,11 +150,17 @@ class ScreenIndex:
     fewer (query, block) pairs survive the screen when many references are near-duplicates of each other
     (overlapping training views, flat regions).
 
+    The coarse GEMM returns ``s^ - SHIFT`` instead of ``s^`` (one extra row of ``-SHIFT``): bf16 rounds the output
+    relative to its magnitude, and values near the max are near 1, so the shifted values are small and round
+    finely. ``SHIFT = 1 + 2^-6`` (the spec's 1, plus a margin) makes every output strictly negative, since
+    ``s^ <= (1 + 2^-8)^2 < SHIFT``; then the bf16 bit patterns read as int16 are in reverse order, and the block max
+    is a fast integer ``amin`` (a bf16 ``amax`` is several times slower on CPUs).
+
     Attributes:
         vectors: ``(K, C)`` float32 unit reference rows in cluster order: the exact copy that is rescored (callers
             may adopt it in place of their own copy: same set of vectors, other order).
-        aug: ``(K_pad, C_pad)`` bf16: rows ``[bf16(vectors[k]), -1, 0...]``; padding rows ``[0, -4, 0...]`` can
-            never survive the screen.
+        aug: ``(K_pad, C_pad)`` bf16: rows ``[bf16(vectors[k]), -SHIFT, 0...]``; padding rows ``[0, -4, 0...]``
+            can never survive the screen.
         rho_lo: ``max_k ||r_k - float(bf16(r_k))||`` (float64).
         rho_hi: ``max_k ||bf16(r_k)||`` (float64).
         num: ``K`` (real reference vectors).
@@ -177,7 +186,7 @@ class ScreenIndex:
         rho_hi = float(rt64.norm(dim=1).max())
         aug = torch.zeros(k_pad, c_pad, dtype=torch.bfloat16, device=r.device)
         aug[:k, :c] = rt
-        aug[:k, c] = -1.0
+        aug[:k, c] = -SHIFT
         aug[k:, c] = -4.0
         return cls(vectors=r, aug=aug, rho_lo=rho_lo, rho_hi=rho_hi, num=k, block=block)
 
@@ -246,19 +255,21 @@ def screened_max(q: Tensor, index: ScreenIndex, chunk_size: int) -> Tensor:
         q_aug[:, c] = 1.0
         q_aug_t = q_aug.T
 
-        # step 3: coarse pass, table[j, i] = bf16 max over block j of (<q~_i, r~_k> - 1). Tiles of about 2^20
-        # scores (2 MB of bf16) keep each GEMM output in cache for the block max that reads it back.
+        # step 3: coarse pass, table[j, i] = bf16 max over block j of (<q~_i, r~_k> - SHIFT) < 0. Tiles of about
+        # 2^20 scores (2 MB of bf16) keep each GEMM output in cache for the block max that reads it back; for
+        # negative bf16 values the int16 view orders in reverse, so the max is an integer min.
         nb = index.num_blocks
         tile = min(chunk_size, _COARSE_TILE)
         cols = min(m, max(1, tile // _COARSE_ROWS))
         rows = max(b, (tile // cols) // b * b)
-        table = torch.empty(nb, m, dtype=torch.bfloat16, device=q.device)
+        table = torch.empty(nb, m, dtype=torch.int16, device=q.device)
         for k0 in range(0, nb * b, rows):
             k1 = min(k0 + rows, nb * b)
             a = index.aug[k0:k1]
             for i0 in range(0, m, cols):
-                y = a @ q_aug_t[:, i0 : i0 + cols]  # (k1 - k0, cols) = s^ - 1, rounded to bf16
-                table[k0 // b : k1 // b, i0 : i0 + cols] = y.view(-1, b, y.shape[1]).amax(dim=1)
+                y = (a @ q_aug_t[:, i0 : i0 + cols]).view(torch.int16)  # (k1 - k0, cols): s^ - SHIFT as bf16 bits
+                table[k0 // b : k1 // b, i0 : i0 + cols] = y.view(-1, b, y.shape[1]).amin(dim=1)
+        table = table.view(torch.bfloat16)
 
         # step 4: lower bound L(q) = exact max over the best-looking block
         arange = torch.arange(m, device=q.device)
@@ -267,7 +278,7 @@ def screened_max(q: Tensor, index: ScreenIndex, chunk_size: int) -> Tensor:
         lower = _exact_block_max(q, r, jstar, arange, b)
 
         # step 5: rescore every other block that may hold a larger similarity
-        thresh = (lower - 1.0 - err) * (1.0 + 2.0**-7)
+        thresh = (lower - SHIFT - err) * (1.0 + 2.0**-7)
         surv = table.float() >= thresh.unsqueeze(0)
         surv[jstar, arange] = False
         best = lower
