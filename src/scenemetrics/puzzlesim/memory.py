@@ -347,8 +347,6 @@ class PuzzleSimMemory:
             raise ValueError(f"`screening`='on' needs precision 'float32'; the memory uses {self.precision!r}")
         b = x.shape[0]
         out: dict[int, Tensor] = {}
-        if b == 0:
-            return {layer: x.new_zeros((0, 0, 0)) for layer in layers}
         ctx = torch.enable_grad() if need_grad else torch.no_grad()
         with ctx:
             feats = self.test_features(x, layers)
