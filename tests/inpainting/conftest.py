@@ -4,6 +4,7 @@ deterministic hand-made feature extractor for the loop's custom-backbone path (s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pytest
 import torch
@@ -74,6 +75,41 @@ def naive_map(module: nn.Module, image: Tensor, refs: Sequence[Tensor], layers: 
     return total
 
 
+class LamaStandIn(torch.nn.Module):
+    """LaMa's call signature ``forward(image, mask)``; checks the export's input conventions.
+
+    mode 0: fill the hole with grey; 1: return the padded image flipped (exposes the padding); 2: return the mask
+    (exposes the binarisation); 3: out-of-range output (exposes the clamp).
+    """
+
+    def __init__(self, mode: int, batch_one: bool = True) -> None:
+        super().__init__()
+        self.mode = mode
+        self.batch_one = batch_one
+
+    def forward(self, image: Tensor, mask: Tensor) -> Tensor:
+        assert image.shape[2] % 8 == 0 and image.shape[3] % 8 == 0, "H and W must be multiples of 8"
+        assert mask.shape[1] == 1 and image.shape[2:] == mask.shape[2:], "mask must be (B, 1, H, W)"
+        assert bool(((mask == 0) | (mask == 1)).all()), "mask must be binary"
+        if self.batch_one:
+            assert image.shape[0] == 1, "the public wrappers call with batch 1"
+        if self.mode == 1:
+            return torch.flip(image, [2, 3])
+        if self.mode == 2:
+            return mask.expand(-1, 3, -1, -1)
+        if self.mode == 3:
+            return image * 4.0 - 1.0
+        return image * (1.0 - mask) + 0.5 * mask
+
+
+def script_lama(folder, mode: int, batch_one: bool = True, name: str = "big-lama.pt"):
+    path = folder / name
+    if not path.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        torch.jit.script(LamaStandIn(mode, batch_one)).save(str(path))
+    return path
+
+
 @pytest.fixture(scope="session")
 def squeeze_weights(tmp_path_factory: pytest.TempPathFactory):
     return random_checkpoint("squeezenet1_1", tmp_path_factory.mktemp("inpainting_weights") / "sq.pth")
@@ -92,3 +128,8 @@ def local_stats() -> LocalStats:
 @pytest.fixture()
 def naive() -> Callable[..., Tensor]:
     return naive_map
+
+
+@pytest.fixture()
+def lama_script() -> Callable[..., Path]:
+    return script_lama

@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -196,7 +197,10 @@ class OpenCVInpainter:
         imgs = (x.detach().clamp(0, 1) * 255.0).round().to(torch.uint8).permute(0, 2, 3, 1).cpu().numpy()
         masks = ((m[:, 0] > 0.5).to(torch.uint8) * 255).cpu().numpy()
         out = np.stack(
-            [cv2.inpaint(np.ascontiguousarray(i), np.ascontiguousarray(k), self.radius, flag) for i, k in zip(imgs, masks)]
+            [
+                cv2.inpaint(np.ascontiguousarray(i), np.ascontiguousarray(k), self.radius, flag)
+                for i, k in zip(imgs, masks, strict=True)
+            ]
         )
         return torch.from_numpy(out).to(x.device).permute(0, 3, 1, 2).float().div_(255.0)
 
@@ -270,7 +274,12 @@ class LaMaInpainter:
         if key not in self._models:
             path = hub.resolve_weights("inpainting/big-lama", self.weights_path)
             try:
-                model = torch.jit.load(str(path), map_location=dev)
+                with warnings.catch_warnings():
+                    # the published checkpoint only exists as TorchScript: torch's deprecation notice is not actionable
+                    warnings.filterwarnings(
+                        "ignore", message=".*torch.jit.load.* is deprecated", category=FutureWarning
+                    )
+                    model = torch.jit.load(str(path), map_location=dev)
             except Exception as err:
                 raise ValueError(
                     f"could not load {os.fspath(path)!r} as the big-LaMa TorchScript export (big-lama.pt of "

@@ -317,15 +317,22 @@ def _build_scorer(
         memory = references
     else:
         memory = PuzzleSimMemory(
-            references, backbone=backbone, layers=layers, weights_path=weights_path, device=image.device,
+            references,
+            backbone=backbone,
+            layers=layers,
+            weights_path=weights_path,
+            device=image.device,
             progress=progress,
-        )  # fmt: skip
+        )
     layers = tuple(layers)
     weights = layer_weights if layer_weights is None else tuple(layer_weights)
     if memory.resize is None:
         need = BACKBONES[memory.backbone].min_sides[max(layers)]
         check_images(
-            image, "image", min_size=need, min_size_reason=f" for backbone {memory.backbone!r} up to layer {max(layers)}"
+            image,
+            "image",
+            min_size=need,
+            min_size_reason=f" for backbone {memory.backbone!r} up to layer {max(layers)}",
         )
 
     def score(batch: Tensor) -> Tensor:
