@@ -410,3 +410,20 @@ def test_memory_option_conflicts_name_both_values(planted, squeeze_weights, tmp_
 class _OnlyLayer0(torch.nn.Module):
     def forward(self, images, layers):
         return {0: images}
+
+
+@pytest.mark.gpu
+def test_loop_on_cuda_agrees_with_cpu(planted, local_stats, squeeze_weights):
+    refs, image, art, _ = planted(0)
+    cpu = puzzle_inpaint(image, refs, OpenCVInpainter(), backbone=local_stats, **CUSTOM, progress=False)
+    gpu = puzzle_inpaint(image.cuda(), refs, OpenCVInpainter(), backbone=local_stats, **CUSTOM, progress=False)
+    assert gpu.image.device.type == gpu.mask.device.type == gpu.map_after.device.type == "cuda"
+    assert gpu.quality_after >= gpu.quality_before
+    assert gpu.quality_after == pytest.approx(cpu.quality_after, abs=1e-4)
+    assert int((gpu.mask.cpu() & art).sum()) >= 0.95 * int(art.sum())
+    memory = PuzzleSimMemory(refs, weights_path=squeeze_weights)  # on the CPU; the image on CUDA
+    opts = {"weights_path": squeeze_weights, "n_candidates": 8, "max_iters": 1, "progress": False}
+    result = puzzle_inpaint(image.cuda(), memory, OpenCVInpainter(), **opts)
+    assert result.map_before.device.type == "cuda"
+    expected = puzzle_similarity_map(image, refs, weights_path=squeeze_weights)[0]
+    assert torch.allclose(result.map_before.cpu(), expected, atol=1e-3)

@@ -173,10 +173,10 @@ def candidate_masks(quality_map: Tensor, thresholds: Sequence[float], dilation: 
         ``(masks (K, H, W) bool, their thresholds)``; ``K`` may be 0.
 
     Example:
-        >>> q = torch.tensor([[0.1, 0.2], [0.3, 0.9]])
-        >>> masks, taus = candidate_masks(q, [0.0, 0.1, 0.15, 0.2, 0.9])
+        >>> q = torch.tensor([[0.125, 0.25], [0.375, 0.875]])
+        >>> masks, taus = candidate_masks(q, [0.0, 0.125, 0.1875, 0.25, 0.875])
         >>> taus, masks.sum(dim=(1, 2)).tolist()
-        ([0.1, 0.2], [1, 2])
+        ([0.125, 0.25], [1, 2])
     """
     h, w = quality_map.shape
     q64 = quality_map.detach().double()
