@@ -1,0 +1,123 @@
+"""`scenemetrics inpaint`: files written, summary line, LaMa through the CLI, offline and bad-input exits."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from scenemetrics import viz
+from scenemetrics.cli import main
+from scenemetrics.image import read_image
+from scenemetrics.puzzlesim import puzzle_similarity_map
+
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning")
+
+
+@pytest.fixture()
+def folders(tmp_path, planted):
+    refs, image, _, _ = planted(0)
+    for i, ref in enumerate(refs):
+        viz.save_png(ref, tmp_path / "refs" / f"view_{i}.png")
+    viz.save_png(image, tmp_path / "render.png")
+    return tmp_path / "refs", tmp_path / "render.png"
+
+
+def _png(path) -> np.ndarray:
+    return np.asarray(Image.open(path).convert("RGB"))
+
+
+def test_cli_opencv_writes_result_mask_panel_and_json(folders, squeeze_weights, tmp_path, capsys):
+    refs, image_path = folders
+    out = tmp_path / "out"
+    args = ["inpaint", "--refs", str(refs), "--image", str(image_path), "--out", str(out), "--inpainter", "opencv"]
+    args += ["--weights", str(squeeze_weights), "--n-candidates", "10", "--max-iters", "2", "--quiet"]
+    assert main(args) == 0
+    summary = capsys.readouterr().out.strip().splitlines()[-1]
+    assert re.fullmatch(r"quality \d\.\d{4} -> \d\.\d{4}, \d+ rounds, \d+\.\d% of pixels inpainted", summary)
+
+    report = json.loads((out / "render.json").read_text())
+    assert report["quality_after"] >= report["quality_before"]
+    assert 1 <= len(report["history"]) <= 2 and report["rounds"] == len(report["history"])
+    assert report["history"][0]["sampling"] == "initial" and len(report["history"][0]["thresholds"]) <= 10
+    assert summary.startswith(f"quality {report['quality_before']:.4f} -> {report['quality_after']:.4f}")
+
+    before = _png(image_path)
+    after = _png(out / "render_inpainted.png")
+    mask = _png(out / "render_mask.png")
+    assert after.shape == before.shape == mask.shape == (64, 64, 3)
+    assert set(np.unique(mask)) <= {0, 255}
+    inpainted = mask[..., 0] == 255
+    assert inpainted.mean() == pytest.approx(report["mask_fraction"])
+    assert np.array_equal(after[~inpainted], before[~inpainted])
+
+    panel = _png(out / "render_panel.png")
+    assert panel.shape == (64, 4 * 64 + 3 * 4, 3)
+    assert np.array_equal(panel[:, :64], before) and np.array_equal(panel[:, 2 * 68 : 2 * 68 + 64], after)
+    assert np.array_equal(panel[:, 3 * 68 :], mask) and (panel[:, 64:68] == 255).all()
+    ref_images = [read_image(p) for p in sorted(refs.iterdir())]
+    sim = puzzle_similarity_map(read_image(image_path), ref_images, weights_path=squeeze_weights)[0]
+    colored = viz.apply_colormap(sim, "jet_r", 0.0, 1.0).permute(1, 2, 0).numpy().astype(int)
+    assert np.abs(panel[:, 68 : 68 + 64].astype(int) - colored).max() <= 1
+
+
+def test_cli_lama_through_lama_weights(folders, squeeze_weights, tmp_path, lama_script):
+    refs, image_path = folders
+    lama = lama_script(tmp_path / "lama", 0)
+    out = tmp_path / "out"
+    args = ["inpaint", "--refs", str(refs), "--image", str(image_path), "--out", str(out), "--lama-weights", str(lama)]
+    args += ["--weights", str(squeeze_weights), "--n-candidates", "6", "--max-iters", "1", "--quiet"]
+    assert main(args) == 0
+    report = json.loads((out / "render.json").read_text())
+    assert report["settings"]["inpainter"] == "lama" and len(report["history"]) == 1
+    # the stand-in fills with grey: every inpainted pixel is 128 (0.5), every other one untouched
+    inpainted = _png(out / "render_mask.png")[..., 0] == 255
+    after, before = _png(out / "render_inpainted.png"), _png(image_path)
+    assert (after[inpainted] == 128).all() and np.array_equal(after[~inpainted], before[~inpainted])
+
+
+def test_cli_default_lama_offline_suggests_opencv(folders, squeeze_weights, tmp_path, capsys, monkeypatch):
+    refs, image_path = folders
+    monkeypatch.setenv("SCENEMETRICS_OFFLINE", "1")
+    args = ["inpaint", "--refs", str(refs), "--image", str(image_path), "--out", str(tmp_path / "o")]
+    assert main([*args, "--weights", str(squeeze_weights), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "big-lama.pt" in err and "--inpainter opencv" in err and len(err.strip().splitlines()) == 1
+    assert main([*args, "--lama-weights", str(tmp_path / "missing.pt"), "--quiet"]) == 1
+    assert "--inpainter opencv" in capsys.readouterr().err
+
+
+def test_cli_bad_inputs(folders, squeeze_weights, tmp_path, capsys):
+    refs, image_path = folders
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    base = ["inpaint", "--out", str(tmp_path / "o"), "--inpainter", "opencv", "--weights", str(squeeze_weights)]
+    assert main([*base, "--refs", str(empty), "--image", str(image_path)]) == 1
+    assert "holds no image" in capsys.readouterr().err
+    assert main([*base, "--refs", str(refs), "--image", str(tmp_path / "nope.png")]) == 1
+    assert "--image" in capsys.readouterr().err
+    assert main([*base, "--refs", str(refs), "--image", str(image_path), "--n-candidates", "1"]) == 1
+    assert "`n_candidates`" in capsys.readouterr().err
+    assert main([*base, "--refs", str(refs), "--image", str(image_path), "--inpainter", "magic"]) == 2
+    assert main(["inpaint", "--refs", str(refs)]) == 2
+
+
+def test_cli_help_lists_the_subcommand(capsys):
+    assert main(["--help"]) == 0
+    assert "inpaint" in capsys.readouterr().out
+    assert main(["inpaint", "--help"]) == 0
+    text = capsys.readouterr().out
+    for flag in ("--refs", "--image", "--out", "--inpainter", "--lama-weights", "--diffusers-model", "--mask-dilation"):
+        assert flag in text
+
+
+def test_cli_progress_on_stderr(folders, squeeze_weights, tmp_path, capsys):
+    refs, image_path = folders
+    args = ["inpaint", "--refs", str(refs), "--image", str(image_path), "--out", str(tmp_path / "o")]
+    args += ["--inpainter", "opencv", "--weights", str(squeeze_weights), "--n-candidates", "4", "--max-iters", "1"]
+    assert main(args) == 0
+    assert "puzzle_inpaint" in capsys.readouterr().err
+    assert read_image(tmp_path / "o" / "render_inpainted.png").shape == (3, 64, 64)
