@@ -558,7 +558,12 @@ class YOLOX(nn.Module):
         """
         name = normalize_variant(variant)
         path = hub.resolve_weights(f"osim/{name}", weights_path)
-        ckpt = hub.load_torch_checkpoint(path, unsafe_fallback=True)
+        try:
+            ckpt = hub.load_torch_checkpoint(path, unsafe_fallback=True)
+        except ValueError:
+            raise
+        except Exception as err:  # the unsafe retry of a file that is no checkpoint at all
+            raise ValueError(f"could not read checkpoint {os.fspath(path)!r}: {type(err).__name__}: {err}") from err
         state = ckpt["model"] if isinstance(ckpt, Mapping) and "model" in ckpt else ckpt
         if not isinstance(state, Mapping) or not all(isinstance(v, Tensor) for v in state.values()):
             raise ValueError(
