@@ -41,7 +41,7 @@ _LMS0 = np.array([34.9185389578, 19.3147966765, 0.5856108185])
 
 
 def _mround(v: float) -> int:
-    return int(math.floor(v + 0.5))
+    return math.floor(v + 0.5)
 
 
 def _subsample_1d(x: np.ndarray) -> np.ndarray:

@@ -223,7 +223,9 @@ def test_other_layers(nano, layer) -> None:
     stride = {"dark3": 8, "p4": 16, "p5": 32}[layer]
     lb_ref, lb_test = letterbox(ref, 416), letterbox(test, 416)
     with torch.no_grad():
-        cos = F.cosine_similarity(nano.extract(lb_ref.canvas, (layer,))[layer], nano.extract(lb_test.canvas, (layer,))[layer], dim=1)
+        cos = F.cosine_similarity(
+            nano.extract(lb_ref.canvas, (layer,))[layer], nano.extract(lb_test.canvas, (layer,))[layer], dim=1
+        )
     h_c, w_c = lb_ref.content_size
     x1, y1, x2, y2 = res.boxes_letterbox[0].tolist()
     expected = naive_mean(cos[0], x1, y1, x2, y2, stride, math.ceil(h_c / stride), math.ceil(w_c / stride))
@@ -273,7 +275,7 @@ def test_detector_loaded_through_the_hub_and_cached(monkeypatch, nano_ckpt) -> N
     assert float(res.score) == pytest.approx(1.0, abs=1e-5)
     assert fn.load_detector("yolox_nano") is fn.load_detector("yolox_nano", weights_path=cached)
     monkeypatch.setenv("SCENEMETRICS_OFFLINE", "1")
-    with pytest.raises(hub.WeightsNotFoundError, match="yolox_x.pth"):
+    with pytest.raises(hub.WeightsNotFoundError, match=r"yolox_x\.pth"):
         osim(x, x)
     fn.clear_detector_cache()
 

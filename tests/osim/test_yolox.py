@@ -120,7 +120,7 @@ def test_mismatched_checkpoints_raise_value_error(tmp_path, nano_ckpt) -> None:
     with pytest.raises(ValueError, match=r"yolox_tiny"):  # nano weights are not tiny weights
         YOLOX.from_official("yolox_tiny", weights_path=nano_ckpt)
     (tmp_path / "junk.pth").write_bytes(b"not a checkpoint")
-    with pytest.raises(ValueError, match="junk.pth"), pytest.warns(UserWarning, match="weights_only=False"):
+    with pytest.raises(ValueError, match=r"junk\.pth"), pytest.warns(UserWarning, match="weights_only=False"):
         YOLOX.from_official("yolox_nano", weights_path=tmp_path / "junk.pth")
     torch.save({"model": [1, 2, 3]}, tmp_path / "list.pth")
     with pytest.raises(ValueError, match="not a YOLOX checkpoint"):
@@ -163,9 +163,10 @@ def test_large_random_checkpoints_load_strictly(tmp_path, variant) -> None:
     m = YOLOX.from_official(variant, weights_path=path)
     assert sum(p.numel() for p in m.parameters()) == TABLE[variant][1]
     ref = torch.load(path, weights_only=True)["model"]
-    assert torch.equal(m.state_dict()["backbone.backbone.dark5.1.conv2.conv.weight"], ref[
-        "backbone.backbone.dark5.1.conv2.conv.weight"
-    ])
+    assert torch.equal(
+        m.state_dict()["backbone.backbone.dark5.1.conv2.conv.weight"],
+        ref["backbone.backbone.dark5.1.conv2.conv.weight"],
+    )
 
 
 def test_random_checkpoint_is_deterministic_and_detects(tmp_path, nano) -> None:
@@ -260,7 +261,9 @@ def test_postprocess_threshold_nms_order_and_no_clipping() -> None:
     assert torch.allclose(d.scores, torch.tensor([0.81, 0.4]))
     assert torch.allclose(d.boxes_letterbox, torch.tensor([[41.0, 40, 61, 60], [180, -10, 220, 30]]))
     assert torch.allclose(d.boxes, d.boxes_letterbox / 2.0)
-    assert torch.allclose(d.objectness, torch.tensor([0.9, 0.8])) and torch.allclose(d.class_conf, torch.tensor([0.9, 0.5]))
+    assert torch.allclose(d.objectness, torch.tensor([0.9, 0.8])) and torch.allclose(
+        d.class_conf, torch.tensor([0.9, 0.5])
+    )
     kept = postprocess(raw[:, :1], conf_threshold=0.35)[0]
     assert len(kept) == 1  # inclusive threshold
     empty = postprocess(raw, conf_threshold=0.99)[0]
@@ -275,7 +278,12 @@ def test_postprocess_threshold_nms_order_and_no_clipping() -> None:
 
 @pytest.mark.parametrize(
     ("h", "w", "ratio", "content"),
-    [(480, 640, 1.0, (480, 640)), (375, 500, 1.28, (480, 640)), (77, 77, 640 / 77, (639, 639)), (1000, 800, 0.64, (640, 512))],
+    [
+        (480, 640, 1.0, (480, 640)),
+        (375, 500, 1.28, (480, 640)),
+        (77, 77, 640 / 77, (639, 639)),
+        (1000, 800, 0.64, (640, 512)),
+    ],
 )
 def test_letterbox_sizes(h, w, ratio, content) -> None:
     lb = letterbox(torch.zeros(1, 3, h, w, dtype=torch.uint8))

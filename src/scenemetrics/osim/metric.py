@@ -96,6 +96,7 @@ class OSIM(Metric):
         self.nms_threshold = float(nms_threshold)
         self.saliency = saliency
         self.last_result: OSIMResult | None = None
+        self._class_scores: dict[str, float] | None = None
         n = yolox.num_classes
         for name in ("r_sum", "s_sum", "count"):
             self.add_state(name, default=torch.zeros(n, dtype=torch.float64), dist_reduce_fx="sum")
@@ -133,18 +134,35 @@ class OSIM(Metric):
                 warn=False,
             )
         self.last_result = result
+        self._class_scores = None
         self.r_sum += result.r_sum.to(self.r_sum.device)
         self.s_sum += result.s_sum.to(self.s_sum.device)
         self.count += result.count.to(self.count.device)
 
     def compute(self) -> Tensor:
         """Scene OSIM (0-dim float32) over every view seen; NaN with a ``UserWarning`` when nothing was detected."""
+        # the states are synced across processes here: keep the per-class scores of the whole scene
+        self._class_scores = self._per_class()
         return scene_score(self.r_sum, self.s_sum, self.count, conf_threshold=self.conf_threshold)
 
-    def class_scores(self) -> dict[str, float]:
-        """``o_l`` (mean ``r_ij``) per detected class over everything seen, keyed by COCO class name."""
+    def _per_class(self) -> dict[str, float]:
         seen = torch.nonzero(self.count > 0).flatten().tolist()
         return {class_name(c): float(self.r_sum[c] / self.count[c]) for c in seen}
+
+    def class_scores(self) -> dict[str, float]:
+        """``o_l`` (mean ``r_ij``) per detected class, keyed by COCO class name.
+
+        After ``compute()`` (and until the next ``update``/``reset``) these are the values of the whole scene,
+        synced across processes like the score; otherwise they come from this process's states.
+        """
+        if self._class_scores is not None:
+            return dict(self._class_scores)
+        return self._per_class()
+
+    def reset(self) -> None:
+        """Clear the states and the per-class cache (``last_result`` is kept)."""
+        super().reset()
+        self._class_scores = None
 
     def plot(self, val: Tensor | None = None, ax: Any = None) -> Any:
         """Plot the score (torchmetrics style; needs matplotlib: ``pip install "scenemetrics[viz]"``)."""
