@@ -19,6 +19,7 @@ from scenemetrics.osim.functional import (
     OSIMResult,
     SaliencyFn,
     _check_options,
+    _check_pair,
     _osim,
     class_name,
     load_detector,
@@ -117,13 +118,15 @@ class OSIM(Metric):
 
         Any number of views per call, any image size per call; ``B = 0`` adds nothing.
         """
-        device = target.device if isinstance(target, Tensor) else self.device
-        if self._detector.device != device:
-            self._detector.to(device)
+        p, t = _check_pair(preds, target)
+        if t.shape[0] == 0:
+            return
+        if self._detector.device != t.device:
+            self._detector.to(t.device)
         with torch.no_grad():
             result = _osim(
-                preds,
-                target,
+                p,
+                t,
                 detector=self.detector,
                 layer=self.layer,
                 conf_threshold=self.conf_threshold,
