@@ -197,3 +197,19 @@ def test_to_cuda_moves_the_detector(nano_ckpt) -> None:
     x = images(1).cuda()
     metric.update(x, x)
     assert float(metric.compute()) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_moving_a_metric_does_not_move_the_shared_cached_detector(nano_ckpt) -> None:
+    from scenemetrics.osim import functional as fn
+
+    fn.clear_detector_cache()
+    a = OSIM(detector="yolox_nano", weights_path=nano_ckpt)
+    b = OSIM(detector="yolox_nano", weights_path=nano_ckpt)
+    assert a.model is b.model  # one cached copy per (variant, file, device)
+    a.to("meta")
+    assert a.model.device.type == "meta" and a.count.device.type == "meta"
+    assert b.model.device.type == "cpu" and fn.load_detector("yolox_nano", nano_ckpt) is b.model
+    x = images(1)
+    b.update(x, x)
+    assert float(b.compute()) == pytest.approx(1.0, abs=1e-5)
+    fn.clear_detector_cache()

@@ -25,6 +25,7 @@ from scenemetrics.osim.functional import (
     _check_options,
     _class_sums,
     _content_rgb,
+    _detector_on,
     _saliency_maps,
     box_spans,
     load_detector,
@@ -86,6 +87,7 @@ class OSIMLoss(nn.Module):
         yolox = model if model is not None else load_detector(detector, weights_path)
         yolox.eval().requires_grad_(False)
         object.__setattr__(self, "_detector", yolox)  # not a submodule: no parameters, not in state_dict()
+        self._cache_key = (detector, weights_path) if model is None else None
         self.layer = layer
         self.conf_threshold = float(conf_threshold)
         self.nms_threshold = float(nms_threshold)
@@ -108,7 +110,7 @@ class OSIMLoss(nn.Module):
     def _apply(self, fn: Callable[[Tensor], Tensor], *args: Any, **kwargs: Any) -> OSIMLoss:
         out = super()._apply(fn, *args, **kwargs)
         # follow device moves only: the detector keeps computing in float32
-        self._detector.to(self.masks.device)
+        object.__setattr__(self, "_detector", _detector_on(self._detector, self.masks.device, self._cache_key))
         return out
 
     @torch.no_grad()

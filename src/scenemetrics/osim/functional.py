@@ -171,6 +171,16 @@ def load_detector(
     return _DETECTORS[key]
 
 
+def _detector_on(model: YOLOX, device: torch.device, cache_key: tuple[str, str | os.PathLike | None] | None) -> YOLOX:
+    """``model`` on ``device``: a cached detector is swapped for the cache's copy on that device (the cached
+    instance itself never moves, other users share it); a user's model is moved."""
+    if model.device == device:
+        return model
+    if cache_key is not None:
+        return load_detector(cache_key[0], cache_key[1], device)
+    return model.to(device)
+
+
 def clear_detector_cache() -> None:
     """Forget the detectors :func:`load_detector` keeps (frees their memory)."""
     _DETECTORS.clear()

@@ -20,6 +20,7 @@ from scenemetrics.osim.functional import (
     SaliencyFn,
     _check_options,
     _check_pair,
+    _detector_on,
     _osim,
     class_name,
     load_detector,
@@ -91,6 +92,7 @@ class OSIM(Metric):
         yolox.eval().requires_grad_(False)
         # a plain attribute, not a submodule: the detector stays out of state_dict() and parameters()
         object.__setattr__(self, "_detector", yolox)
+        self._cache_key = (detector, weights_path) if model is None else None
         self.detector = yolox.variant
         self.layer = layer
         self.conf_threshold = float(conf_threshold)
@@ -110,8 +112,11 @@ class OSIM(Metric):
     def _apply(self, fn: Callable[[Tensor], Tensor], *args: Any, **kwargs: Any) -> OSIM:
         out = super()._apply(fn, *args, **kwargs)
         # only follow device moves: a .half()/.double() of the metric must not change the detector's dtype
-        self._detector.to(self.device)
+        self._move_detector(self.device)
         return out
+
+    def _move_detector(self, device: torch.device) -> None:
+        object.__setattr__(self, "_detector", _detector_on(self._detector, device, self._cache_key))
 
     def update(self, preds: Tensor, target: Tensor) -> None:
         """Add views: ``preds`` (renders) and ``target`` (references), ``(B, 3, H, W)`` of the same shape.
@@ -121,8 +126,7 @@ class OSIM(Metric):
         p, t = _check_pair(preds, target)
         if t.shape[0] == 0:
             return
-        if self._detector.device != t.device:
-            self._detector.to(t.device)
+        self._move_detector(t.device)
         with torch.no_grad():
             result = _osim(
                 p,
