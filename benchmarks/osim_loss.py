@@ -2,9 +2,9 @@
 
 ``p5`` runs the PAFPN as well: it is the baseline in the same run, and ``speedup_dark5_vs_p5`` and the memory
 ratios show what computing the paper's layer only saves. The detector (default yolox_x) has random weights in the
-official layout. CUDA when present (peak ``max_memory_allocated`` above the resident model and references);
-otherwise CPU (peak RSS growth, coarse). On both, ``saved_for_backward_mib`` sums the storages autograd keeps for
-the backward pass (the activation memory a training step pays for the loss).
+official layout. CUDA when present (peak ``max_memory_allocated`` above the resident model and references),
+otherwise CPU. On both, ``saved_for_backward_mib`` sums the storages autograd keeps for the backward pass (the
+activation memory a training step pays for the loss; the process RSS on CPU is too coarse to split by layer).
 
 Usage:
     PYTHONPATH=src python benchmarks/osim_loss.py [--detector yolox_x] [--threads 2] [--repeats 5]
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
 import tempfile
 import time
@@ -51,7 +50,6 @@ def bench(device: torch.device, variant: str, layer: str, repeats: int, ckpt: Pa
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
-    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -65,8 +63,6 @@ def bench(device: torch.device, variant: str, layer: str, repeats: int, ckpt: Pa
     }
     if device.type == "cuda":
         out["peak_memory_mib"] = (torch.cuda.max_memory_allocated() - base) / 2**20
-    else:
-        out["peak_rss_growth_mib"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / 1024
     return out
 
 
@@ -83,7 +79,6 @@ def main() -> None:
     res: dict = {"benchmark": "osim_loss", "image": "640x640", "detector": args.detector, "device": str(device)}
     with tempfile.TemporaryDirectory() as tmp:
         ckpt = random_checkpoint(args.detector, Path(tmp) / f"{args.detector}.pth", seed=0)
-        # p5 first: on CPU, max RSS only grows, so the smaller dark5 pass must not be measured first
         p5 = bench(device, args.detector, "p5", args.repeats, ckpt)
         dark5 = bench(device, args.detector, "dark5", args.repeats, ckpt)
     res["dark5"], res["p5"] = dark5, p5

@@ -130,10 +130,11 @@ class OSIMResult:
         Args:
             num_views: number of views (default: one past the largest view index with an object).
         """
-        n = int(self.image_index.max()) + 1 if num_views is None and self.image_index.numel() else num_views or 0
+        if num_views is None:
+            num_views = int(self.image_index.max()) + 1 if self.image_index.numel() else 0
         out = []
         num_classes = self.r_sum.shape[0]
-        for i in range(n):
+        for i in range(num_views):
             sel = self.image_index == i
             r_sum, s_sum, count = _class_sums(self.classes[sel], self.r[sel], self.s[sel], num_classes)
             out.append(float(scene_score(r_sum, s_sum, count, warn=False)))
