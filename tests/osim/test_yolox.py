@@ -314,6 +314,8 @@ def test_letterbox_padding_bgr_dtype_and_gradients() -> None:
     assert not torch.equal(soft.canvas, soft.canvas.round())
     with pytest.raises(ValueError, match="multiple of 32"):
         letterbox(x, 100)
+    with pytest.raises(ValueError, match="aspect ratio"):
+        letterbox(torch.zeros(3, 1, 1000), 416)
     with pytest.raises(ValueError, match="images"):
         letterbox(x * 2, 128)
 

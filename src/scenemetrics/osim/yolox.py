@@ -341,6 +341,10 @@ def _letterbox_tensor(x: Tensor, input_size: int, quantize: bool) -> Letterbox:
     H, W = int(x.shape[-2]), int(x.shape[-1])
     r = min(S / H, S / W)
     h_c, w_c = int(H * r), int(W * r)
+    if min(h_c, w_c) < 1:
+        raise ValueError(
+            f"an image of {H}x{W} px letterboxes to {h_c}x{w_c} px at input_size {S}: the aspect ratio is too extreme"
+        )
     bgr = x.flip(1) * 255.0
     if quantize:
         bgr = bgr.round()
