@@ -58,16 +58,17 @@ class FixedDetector(YOLOX):
         dets = []
         for i in range(lb.canvas.shape[0]):
             rows = self.boxes[i] if i < len(self.boxes) else []
-            b = torch.tensor([r[:4] for r in rows], dtype=torch.float32).view(-1, 4)
+            dev = lb.canvas.device
+            b = torch.tensor([r[:4] for r in rows], dtype=torch.float32, device=dev).view(-1, 4)
             n = b.shape[0]
             dets.append(
                 Detections(
                     boxes=b / lb.ratio,
                     boxes_letterbox=b,
-                    scores=torch.linspace(0.9, 0.5, n),
-                    classes=torch.tensor([r[4] for r in rows], dtype=torch.int64),
-                    objectness=torch.ones(n),
-                    class_conf=torch.linspace(0.9, 0.5, n),
+                    scores=torch.linspace(0.9, 0.5, n, device=dev),
+                    classes=torch.tensor([r[4] for r in rows], dtype=torch.int64, device=dev),
+                    objectness=torch.ones(n, device=dev),
+                    class_conf=torch.linspace(0.9, 0.5, n, device=dev),
                 )
             )
         out.detections = dets
