@@ -66,6 +66,23 @@ _LMS0 = (34.9185389578, 19.3147966765, 0.5856108185)
 _DKL_SCALE = (0.5774, 2.7525, 0.4526)
 
 
+@functools.lru_cache(maxsize=64)
+def _resize_weights(n_in: int, n_out: int, device: torch.device, dtype: torch.dtype) -> Tensor:
+    """``(n_out, n_in)`` weights of torch's 1-D antialiased bicubic resize (read off by resizing the identity)."""
+    eye = torch.eye(n_in, dtype=torch.float64).view(n_in, 1, 1, n_in)
+    w = F.interpolate(eye, size=(1, n_out), mode="bicubic", align_corners=False, antialias=True)
+    return w.view(n_in, n_out).t().contiguous().to(device=device, dtype=dtype)
+
+
+def _resize(x: Tensor, size: tuple[int, int]) -> Tensor:
+    """``F.interpolate(x, size, mode="bicubic", align_corners=False, antialias=True)`` of ``(..., h, w)`` maps as two
+    small matrix products (the resize is separable): several times faster on CPU than the generic kernel."""
+    h, w = x.shape[-2:]
+    wy = _resize_weights(h, size[0], x.device, x.dtype)
+    wx = _resize_weights(w, size[1], x.device, x.dtype)
+    return wy @ x @ wx.t()
+
+
 def _round_half_up(v: float) -> int:
     """MATLAB ``round`` for non-negative values (half away from zero)."""
     return math.floor(v + 0.5)
@@ -111,26 +128,33 @@ def attenuate_borders(x: Tensor, border: int) -> Tensor:
     return x * fy.view(h, 1) * fx.view(1, w)
 
 
-@functools.lru_cache(maxsize=64)
-def _subsample_norm(n: int, device: torch.device, dtype: torch.dtype) -> Tensor:
-    """Sum of the taps of ``[1 5 10 10 5 1]`` that fall inside a signal of length n, per output sample."""
-    taps = torch.tensor(_SUBSAMPLE_TAPS, dtype=torch.float64)
-    ones = F.pad(torch.ones(1, 1, n, dtype=torch.float64), (2, 2))
-    return F.conv1d(ones, taps.view(1, 1, 6), stride=2).view(-1).to(device=device, dtype=dtype)
-
-
 def _subsample_axis(x: Tensor, dim: int) -> Tensor:
-    """Filter-and-decimate along ``dim`` (-1 or -2) with strided slices: far cheaper than a 1-channel conv."""
+    """Filter-and-decimate along ``dim`` (-1 or -2) with strided slices (far cheaper than a 1-channel conv).
+
+    Interior outputs use all six taps (sum 32); the first and last output use the taps that fall inside the signal,
+    renormalised. Needs ``n > 10`` (the caller's rule), so there are interior outputs.
+    """
     n = x.shape[dim]
     m = n // 2
-    xp = F.pad(x, (2, 2) if dim == -1 else (0, 0, 2, 2))
-    y = xp.narrow(dim, 0, 2 * m - 1)[..., ::2] if dim == -1 else xp.narrow(dim, 0, 2 * m - 1)[..., ::2, :]
-    y = y * _SUBSAMPLE_TAPS[0]
+
+    def taps(start: int, count: int) -> Tensor:  # x[start], x[start + 2], ... (count samples) along dim
+        part = x.narrow(dim, start, 2 * count - 1)
+        return part[..., ::2] if dim == -1 else part[..., ::2, :]
+
+    shape = list(x.shape)
+    shape[dim] = m
+    y = x.new_empty(shape)
+    inner = y.narrow(dim, 1, m - 2)  # outputs 1 .. m-2 read inputs 2j-2 .. 2j+3, all inside the signal
+    torch.mul(taps(0, m - 2), _SUBSAMPLE_TAPS[0] / 32.0, out=inner)
     for t in range(1, 6):
-        part = xp.narrow(dim, t, 2 * m - 1)
-        y.add_(part[..., ::2] if dim == -1 else part[..., ::2, :], alpha=_SUBSAMPLE_TAPS[t])
-    norm = _subsample_norm(n, x.device, x.dtype)
-    return y.div_(norm if dim == -1 else norm.view(-1, 1))
+        inner.add_(taps(t, m - 2), alpha=_SUBSAMPLE_TAPS[t] / 32.0)
+    first = sum(_SUBSAMPLE_TAPS[t + 2] / 26.0 * x.narrow(dim, t, 1) for t in range(4))
+    y.narrow(dim, 0, 1).copy_(first)
+    last_taps = 4 if n % 2 == 0 else 5  # inputs 2m-4 .. n-1
+    norm = sum(_SUBSAMPLE_TAPS[:last_taps])
+    last = sum(_SUBSAMPLE_TAPS[t] / norm * x.narrow(dim, 2 * m - 4 + t, 1) for t in range(last_taps))
+    y.narrow(dim, m - 1, 1).copy_(last)
+    return y
 
 
 def subsample(x: Tensor) -> Tensor:
@@ -217,10 +241,15 @@ def _orientation(lum: Tensor) -> Tensor:
 
 
 @functools.lru_cache(maxsize=16)
-def _dkl_constants(device: torch.device, dtype: torch.dtype) -> tuple[Tensor, Tensor, Tensor]:
-    """(knots (17,), LUT values (3, 17), [affine | offset] (3, 4)) mapping gamma-corrected RGB to DKL."""
+def _dkl_constants(device: torch.device, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    """(per-segment [LUT value at the left knot, slope] (48, 2), [affine | offset] (3, 4)): gamma-corrected RGB to DKL.
+
+    Row ``16 c + k`` is segment k (knots k*16/255 .. min(k*16 + 16, 255)/255) of channel c's display table.
+    """
     knots = torch.tensor([*range(0, 256, 16), 255], dtype=torch.float64) / 255.0
     lut = torch.tensor(_LUT, dtype=torch.float64)
+    slope = (lut[:, 1:] - lut[:, :-1]) / (knots[1:] - knots[:-1])
+    segments = torch.stack([lut[:, :-1], slope], -1).reshape(48, 2)
     l0, l1, l2 = _LMS0
     f = 1.0 / (l0 + l1)
     n = math.hypot(l0, l1)
@@ -236,20 +265,16 @@ def _dkl_constants(device: torch.device, dtype: torch.dtype) -> tuple[Tensor, Te
     affine = scale_mm @ torch.tensor(_LMS, dtype=torch.float64)
     offset = scale_mm @ torch.tensor(_LMS0, dtype=torch.float64)
     cast = {"device": device, "dtype": dtype}
-    return knots.to(**cast), lut.to(**cast), torch.cat([affine, offset.view(3, 1)], 1).to(**cast)
+    return segments.to(**cast), torch.cat([affine, offset.view(3, 1)], 1).to(**cast)
 
 
 def _dkl(rgb: Tensor) -> Tensor:
     """``(N, 3, h, w)`` RGB in [0, 1] -> ``(N, 3, h, w)`` DKL planes (display LUT, LMS, opponent axes)."""
-    knots, lut, affine = _dkl_constants(rgb.device, rgb.dtype)
-    idx = (rgb * 255.0 / 16.0).floor().clamp(0, 15).long()
-    x0 = knots[idx]
-    x1 = knots[idx + 1]
-    t = (rgb - x0) / (x1 - x0)
-    flat = idx + 17 * torch.arange(3, device=rgb.device).view(1, 3, 1, 1)
-    y0 = lut.flatten()[flat]
-    y1 = lut.flatten()[flat + 1]
-    lin = y0 + t * (y1 - y0)
+    segments, affine = _dkl_constants(rgb.device, rgb.dtype)
+    idx = (rgb * (255.0 / 16.0)).floor().clamp_(0, 15).long()
+    # one row lookup (value, slope) per pixel: much faster than several advanced-indexing gathers
+    seg = F.embedding(idx + 16 * torch.arange(3, device=rgb.device).view(1, 3, 1, 1), segments)
+    lin = seg[..., 0] + (rgb - idx.to(rgb.dtype) * (16.0 / 255.0)) * seg[..., 1]
     return torch.einsum("ij,njhw->nihw", affine[:, :3], lin) - affine[:, 3].view(1, 3, 1, 1)
 
 
@@ -389,14 +414,11 @@ def gbvs(
         if "O" in chans:
             maps.append(_orientation(lum_l))
         level_maps = torch.cat(maps, 1)
-        feature_maps.append(
-            F.interpolate(level_maps, size=(h_m, w_m), mode="bicubic", align_corners=False, antialias=True)
-        )
+        feature_maps.append(_resize(level_maps, (h_m, w_m)))
     allmaps = torch.cat(feature_maps, 1)
     act = graph_activation(allmaps, sigma_frac_act * (h_m + w_m) / 2.0)
     # channel weights are all 1 and channel sums are not renormalised, so combining is a plain sum
     master = act.pow(1.5).sum(1)
     master = mat2gray(attenuate_borders(master, _FINAL_BORDER))
     master = mat2gray(_gaussian_blur(master, blur_frac * max(h_m, w_m)))
-    up = F.interpolate(master.unsqueeze(1), size=(H, W), mode="bicubic", align_corners=False, antialias=True)
-    return mat2gray(up[:, 0])
+    return mat2gray(_resize(master, (H, W)))
