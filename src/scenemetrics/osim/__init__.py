@@ -1,1 +1,50 @@
-"""osim room."""
+"""OSIM, Objectness SIMilarity (Uchida et al., ICCV 2025 workshops): object-level fidelity of renders.
+
+YOLOX (pure PyTorch, Megvii checkpoints) detects objects on the reference views; each object is scored by the
+cosine similarity of reference and render features over its box, and objects are pooled per class over the
+whole scene with GBVS saliency weights. Names are imported lazily.
+
+Example:
+    >>> import scenemetrics as sm
+    >>> sm.osim.YOLOX_VARIANTS[-1]
+    'yolox_x'
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "YOLOX": "scenemetrics.osim.yolox",
+    "YOLOX_VARIANTS": "scenemetrics.osim.yolox",
+    "COCO_CLASSES": "scenemetrics.osim.yolox",
+    "FEATURE_LAYERS": "scenemetrics.osim.yolox",
+    "YOLOXOutput": "scenemetrics.osim.yolox",
+    "Detections": "scenemetrics.osim.yolox",
+    "Letterbox": "scenemetrics.osim.yolox",
+    "letterbox": "scenemetrics.osim.yolox",
+    "decode_outputs": "scenemetrics.osim.yolox",
+    "postprocess": "scenemetrics.osim.yolox",
+    "random_checkpoint": "scenemetrics.osim.yolox",
+    "osim": "scenemetrics.osim.functional",
+    "OSIMResult": "scenemetrics.osim.functional",
+    "scene_score": "scenemetrics.osim.functional",
+    "box_to_span": "scenemetrics.osim.functional",
+    "load_detector": "scenemetrics.osim.functional",
+    "gbvs": "scenemetrics.osim.saliency",
+    "OSIM": "scenemetrics.osim.metric",
+    "draw_low_objects": "scenemetrics.osim.viz",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'scenemetrics.osim' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

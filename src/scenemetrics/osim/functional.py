@@ -1,0 +1,517 @@
+"""OSIM, Objectness SIMilarity (Uchida et al., ICCV 2025 workshops), as pure functions on tensors.
+
+For the views of one scene, YOLOX detects objects on the reference images only. For detection j of view i,
+``r_ij`` is the mean over the feature cells of its box of the per-cell cosine similarity between the reference and
+the test feature maps (paper eq. 1) and ``s_ij`` the mean saliency (GBVS on the resized reference) over its pixels
+(eq. 3). Per class l, pooled over **all** views: ``o_l = mean r_ij`` and ``s_l = mean s_ij`` (eqs. 2, 4), and
+``OSIM = sum_l s_l o_l / sum_l s_l`` (eq. 5). Boxes are used in letterbox pixels; spans are ``floor`` of the
+coordinates divided by the cell size, inclusive, clamped to the cells that touch the image content.
+
+Example:
+    >>> import os, tempfile, torch
+    >>> from scenemetrics.osim.yolox import YOLOX, random_checkpoint, synthetic_images
+    >>> path = random_checkpoint("yolox_nano", os.path.join(tempfile.mkdtemp(), "yolox_nano.pth"))
+    >>> model = YOLOX.from_official("yolox_nano", weights_path=path)
+    >>> refs = synthetic_images(2, (96, 128), seed=3)
+    >>> result = osim(refs, refs, model=model, conf_threshold=0.3)
+    >>> round(float(result.score), 4)
+    1.0
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from scenemetrics import hub
+from scenemetrics.image import check_images
+from scenemetrics.osim.saliency import gbvs
+from scenemetrics.osim.yolox import (
+    COCO_CLASSES,
+    FEATURE_LAYERS,
+    YOLOX,
+    Letterbox,
+    _letterbox_tensor,
+    normalize_variant,
+)
+
+__all__ = [
+    "SALIENCY_MODES",
+    "OSIMResult",
+    "box_spans",
+    "box_to_span",
+    "class_name",
+    "clear_detector_cache",
+    "load_detector",
+    "osim",
+    "scene_score",
+]
+
+SALIENCY_MODES = ("gbvs", "uniform")
+"""Named saliency options of :func:`osim` (a callable is accepted too)."""
+
+_MIN_GBVS_SIDE = 16
+
+SaliencyFn = Callable[[Tensor], Tensor]
+
+
+def class_name(class_id: int) -> str:
+    """COCO name of a class index (the index as text beyond the 80 COCO classes)."""
+    return COCO_CLASSES[class_id] if 0 <= class_id < len(COCO_CLASSES) else str(class_id)
+
+
+@dataclass
+class OSIMResult:
+    """Scene OSIM with its per-class pooling and per-object terms.
+
+    Objects are ordered by view, then in the detector's order (descending score).
+
+    Attributes:
+        score: 0-dim float32 scene OSIM; NaN when nothing was detected.
+        per_class: ``o_l`` per detected class id.
+        class_saliency: ``s_l`` per detected class id.
+        class_counts: number of objects per detected class id.
+        image_index: ``(n,)`` int64 view index of each object.
+        boxes: ``(n, 4)`` reference boxes x1, y1, x2, y2 in original image pixels.
+        boxes_letterbox: ``(n, 4)`` the same boxes in letterbox pixels.
+        classes: ``(n,)`` int64 class ids.
+        det_scores: ``(n,)`` detection confidences.
+        r: ``(n,)`` feature similarity ``r_ij`` (eq. 1).
+        s: ``(n,)`` saliency ``s_ij`` (eq. 3).
+        r_sum: ``(num_classes,)`` float64 sum of ``r_ij`` per class.
+        s_sum: ``(num_classes,)`` float64 sum of ``s_ij`` per class.
+        count: ``(num_classes,)`` float64 number of objects per class.
+        ratio: letterbox ratio of the views.
+        content_size: letterbox content ``(h_c, w_c)``.
+    """
+
+    score: Tensor
+    per_class: dict[int, float]
+    class_saliency: dict[int, float]
+    class_counts: dict[int, int]
+    image_index: Tensor
+    boxes: Tensor
+    boxes_letterbox: Tensor
+    classes: Tensor
+    det_scores: Tensor
+    r: Tensor
+    s: Tensor
+    r_sum: Tensor
+    s_sum: Tensor
+    count: Tensor
+    ratio: float
+    content_size: tuple[int, int]
+
+    def class_table(self) -> list[dict]:
+        """Rows ``{class_id, name, o_l, s_l, count}`` sorted by ``o_l`` ascending (worst class first)."""
+        rows = [
+            {
+                "class_id": c,
+                "name": class_name(c),
+                "o_l": self.per_class[c],
+                "s_l": self.class_saliency[c],
+                "count": self.class_counts[c],
+            }
+            for c in self.per_class
+        ]
+        return sorted(rows, key=lambda row: (row["o_l"], row["class_id"]))
+
+    def view_scores(self, num_views: int | None = None) -> list[float]:
+        """OSIM of each view taken alone (NaN for a view without objects), without warnings.
+
+        Args:
+            num_views: number of views (default: one past the largest view index with an object).
+        """
+        if num_views is None:
+            num_views = int(self.image_index.max()) + 1 if self.image_index.numel() else 0
+        out = []
+        num_classes = self.r_sum.shape[0]
+        for i in range(num_views):
+            sel = self.image_index == i
+            r_sum, s_sum, count = _class_sums(self.classes[sel], self.r[sel], self.s[sel], num_classes)
+            out.append(float(scene_score(r_sum, s_sum, count, warn=False)))
+        return out
+
+
+# --------------------------------------------------------------------------------------------------------------
+# detector cache
+
+_DETECTORS: dict[tuple[str, str, str], YOLOX] = {}
+
+
+def load_detector(
+    detector: str = "yolox_x",
+    weights_path: str | os.PathLike | None = None,
+    device: str | torch.device | None = None,
+) -> YOLOX:
+    """The official YOLOX checkpoint as a frozen model, loaded once per ``(variant, file, device)``.
+
+    Args:
+        detector: YOLOX variant.
+        weights_path: checkpoint file or folder (``None``: the scenemetrics cache, downloading on first use).
+        device: where the model runs (default CPU).
+
+    Raises:
+        scenemetrics.hub.WeightsNotFoundError: no checkpoint (offline or failed download).
+        ValueError: unknown variant or a checkpoint that does not match it.
+    """
+    variant = normalize_variant(detector)
+    path = hub.resolve_weights(f"osim/{variant}", weights_path)
+    dev = torch.device(device) if device is not None else torch.device("cpu")
+    key = (variant, str(Path(path).resolve()), str(dev))
+    if key not in _DETECTORS:
+        _DETECTORS[key] = YOLOX.from_official(variant, weights_path=path, device=dev)
+    return _DETECTORS[key]
+
+
+def _detector_on(model: YOLOX, device: torch.device, cache_key: tuple[str, str | os.PathLike | None] | None) -> YOLOX:
+    """``model`` on ``device``: a cached detector is swapped for the cache's copy on that device (the cached
+    instance itself never moves, other users share it); a user's model is moved."""
+    if model.device == device:
+        return model
+    if cache_key is not None:
+        return load_detector(cache_key[0], cache_key[1], device)
+    return model.to(device)
+
+
+def clear_detector_cache() -> None:
+    """Forget the detectors :func:`load_detector` keeps (frees their memory)."""
+    _DETECTORS.clear()
+
+
+# --------------------------------------------------------------------------------------------------------------
+# boxes -> cell spans
+
+
+def box_to_span(a: Tensor | float, b: Tensor | float, step: float, limit: int) -> tuple[Tensor, Tensor]:
+    """Inclusive index span ``lo..hi`` of an interval ``[a, b]`` on a grid of cells of size ``step``.
+
+    ``lo = clamp(floor(a / step), 0, limit - 1)``, ``hi = clamp(floor(b / step), 0, limit - 1)``,
+    ``hi = max(hi, lo)``: a box beyond the content collapses onto the border cell; a degenerate box keeps one cell.
+
+    Args:
+        a: interval starts (x1 or y1), any shape.
+        b: interval ends (x2 or y2), same shape.
+        step: cell size in pixels (the feature stride, or 1 for pixels).
+        limit: number of valid cells.
+
+    Returns:
+        ``(lo, hi)`` int64 tensors.
+
+    Example:
+        >>> [int(v) for v in box_to_span(0.0, 32.0, 32, 20)], [int(v) for v in box_to_span(-10.0, 700.0, 32, 20)]
+        ([0, 1], [0, 19])
+    """
+    a_t = torch.as_tensor(a, dtype=torch.float64)
+    b_t = torch.as_tensor(b, dtype=torch.float64)
+    lo = torch.floor(a_t / step).clamp(0, limit - 1).to(torch.int64)
+    hi = torch.floor(b_t / step).clamp(0, limit - 1).to(torch.int64)
+    return lo, torch.maximum(hi, lo)
+
+
+def box_spans(boxes: Tensor, step: float, size: tuple[int, int]) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Spans of ``(n, 4)`` x1, y1, x2, y2 boxes on a ``size = (n_y, n_x)`` grid: ``(x_lo, x_hi, y_lo, y_hi)``."""
+    n_y, n_x = size
+    x_lo, x_hi = box_to_span(boxes[:, 0], boxes[:, 2], step, n_x)
+    y_lo, y_hi = box_to_span(boxes[:, 1], boxes[:, 3], step, n_y)
+    return x_lo, x_hi, y_lo, y_hi
+
+
+def _box_means(maps: Tensor, view: Tensor, spans: tuple[Tensor, Tensor, Tensor, Tensor]) -> Tensor:
+    """Mean of ``maps[view[k]]`` (``(B, h, w)``) over each inclusive span, through float64 summed-area tables."""
+    x_lo, x_hi, y_lo, y_hi = (t.to(maps.device) for t in spans)
+    sat = F.pad(maps.to(torch.float64).cumsum(1).cumsum(2), (1, 0, 1, 0))
+    total = (
+        sat[view, y_hi + 1, x_hi + 1] - sat[view, y_lo, x_hi + 1] - sat[view, y_hi + 1, x_lo] + sat[view, y_lo, x_lo]
+    )
+    area = ((x_hi - x_lo + 1) * (y_hi - y_lo + 1)).to(torch.float64)
+    return total / area
+
+
+# --------------------------------------------------------------------------------------------------------------
+# pooling
+
+
+def _class_sums(classes: Tensor, r: Tensor, s: Tensor, num_classes: int) -> tuple[Tensor, Tensor, Tensor]:
+    dev = r.device
+    r_sum = torch.zeros(num_classes, dtype=torch.float64, device=dev).index_add_(0, classes, r.to(torch.float64))
+    s_sum = torch.zeros(num_classes, dtype=torch.float64, device=dev).index_add_(0, classes, s.to(torch.float64))
+    count = torch.zeros(num_classes, dtype=torch.float64, device=dev).index_add_(
+        0, classes, torch.ones_like(r, dtype=torch.float64)
+    )
+    return r_sum, s_sum, count
+
+
+def _nothing_detected_warning(conf_threshold: float | None) -> None:
+    at = f" at conf_threshold={conf_threshold}" if conf_threshold is not None else ""
+    warnings.warn(
+        f"OSIM: no object was detected in any reference image{at}; the score is NaN "
+        "(lower conf_threshold, or check that the references show COCO objects)",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
+def scene_score(
+    r_sum: Tensor, s_sum: Tensor, count: Tensor, *, warn: bool = True, conf_threshold: float | None = None
+) -> Tensor:
+    """Eq. (5) from per-class sums: ``sum_l s_l o_l / sum_l s_l`` over classes with ``count > 0``.
+
+    Computed in float64, returned as a 0-dim float32 tensor. No object at all gives NaN (with a ``UserWarning`` if
+    ``warn``); if every detected class has zero saliency the classes are weighted equally (``mean_l o_l``, with a
+    ``UserWarning`` if ``warn``).
+
+    Example:
+        >>> import torch
+        >>> r = torch.tensor([1.8, 0.5, 0.0], dtype=torch.float64)  # two objects of class 0, one of class 1
+        >>> s = torch.tensor([1.0, 0.25, 0.0], dtype=torch.float64)
+        >>> n = torch.tensor([2.0, 1.0, 0.0], dtype=torch.float64)
+        >>> round(float(scene_score(r, s, n)), 6)  # (0.5 * 0.9 + 0.25 * 0.5) / 0.75
+        0.766667
+    """
+    seen = count > 0
+    if not bool(seen.any()):
+        if warn:
+            _nothing_detected_warning(conf_threshold)
+        return torch.tensor(float("nan"), dtype=torch.float32, device=r_sum.device)
+    n = count[seen].to(torch.float64)
+    o = r_sum[seen].to(torch.float64) / n
+    s = s_sum[seen].to(torch.float64) / n
+    weight = s.sum()
+    if not bool(weight > 0):
+        if warn:
+            warnings.warn(
+                "OSIM: every detected object has zero saliency; classes are weighted equally (mean of o_l)",
+                UserWarning,
+                stacklevel=2,
+            )
+        return o.mean().to(torch.float32)
+    return ((s * o).sum() / weight).to(torch.float32)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# saliency of the resized reference
+
+
+def _content_rgb(lb: Letterbox) -> Tensor:
+    """The letterbox content region back in RGB [0, 1]: the 'resized reference' the saliency is computed on."""
+    h_c, w_c = lb.content_size
+    return lb.canvas[:, :, :h_c, :w_c].flip(1) / 255.0
+
+
+def _saliency_maps(content: Tensor, saliency: str | SaliencyFn) -> Tensor:
+    """``(B, h_c, w_c)`` non-negative saliency of the resized references."""
+    B, _, h_c, w_c = content.shape
+    if isinstance(saliency, str):
+        if saliency == "uniform":
+            return content.new_ones((B, h_c, w_c))
+        if min(h_c, w_c) < _MIN_GBVS_SIDE:
+            warnings.warn(
+                f"OSIM: the resized reference ({h_c}x{w_c} px) is smaller than {_MIN_GBVS_SIDE} px on a side, too "
+                "small for GBVS; uniform saliency is used for these views",
+                UserWarning,
+                stacklevel=3,
+            )
+            return content.new_ones((B, h_c, w_c))
+        return gbvs(content)
+    sal = saliency(content)
+    if not isinstance(sal, Tensor) or tuple(sal.shape) != (B, h_c, w_c):
+        got = tuple(sal.shape) if isinstance(sal, Tensor) else type(sal).__name__
+        raise ValueError(f"`saliency` callable must return a (B, h_c, w_c) = {(B, h_c, w_c)} tensor; received {got}")
+    sal = sal.to(device=content.device, dtype=torch.float32)
+    if not bool(torch.isfinite(sal).all()) or bool((sal < 0).any()):
+        raise ValueError("`saliency` callable must return finite, non-negative values")
+    return sal
+
+
+def _check_options(layer: str, saliency: str | SaliencyFn, conf_threshold: float, nms_threshold: float) -> None:
+    if layer not in FEATURE_LAYERS:
+        raise ValueError(f"`layer` must be one of {', '.join(FEATURE_LAYERS)}; received {layer!r}")
+    if not callable(saliency) and saliency not in SALIENCY_MODES:
+        raise ValueError(f"`saliency` must be one of {', '.join(SALIENCY_MODES)} or a callable; received {saliency!r}")
+    for name, v in (("conf_threshold", conf_threshold), ("nms_threshold", nms_threshold)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
+            raise ValueError(f"`{name}` must be a number; received {v!r}")
+
+
+def _check_pair(preds: Tensor, target: Tensor, *, check_range: bool = True) -> tuple[Tensor, Tensor]:
+    p = check_images(preds, "preds", check_range=check_range)
+    t = check_images(target, "target")
+    if p.shape != t.shape:
+        raise ValueError(
+            f"`preds` and `target` must have the same shape (renders from the reference cameras); received "
+            f"{tuple(p.shape)} and {tuple(t.shape)}"
+        )
+    return p, t
+
+
+def _resolve_model(
+    model: YOLOX | None, detector: str, weights_path: str | os.PathLike | None, device: torch.device
+) -> YOLOX:
+    if model is None:
+        return load_detector(detector, weights_path, device)
+    if not isinstance(model, YOLOX):
+        raise ValueError(f"`model` must be a scenemetrics.osim.YOLOX or None; received {type(model).__name__}")
+    if model.device != device:
+        raise ValueError(
+            f"`model` is on {model.device} but the images are on {device}; move one of them (model.to(device))"
+        )
+    return model
+
+
+def _empty_result(num_classes: int, device: torch.device, ratio: float, content_size: tuple[int, int]) -> OSIMResult:
+    z64 = torch.zeros(num_classes, dtype=torch.float64, device=device)
+    z = torch.zeros(0, device=device)
+    return OSIMResult(
+        score=torch.tensor(float("nan"), device=device),
+        per_class={},
+        class_saliency={},
+        class_counts={},
+        image_index=torch.zeros(0, dtype=torch.int64, device=device),
+        boxes=torch.zeros(0, 4, device=device),
+        boxes_letterbox=torch.zeros(0, 4, device=device),
+        classes=torch.zeros(0, dtype=torch.int64, device=device),
+        det_scores=z,
+        r=z.clone(),
+        s=z.clone(),
+        r_sum=z64,
+        s_sum=z64.clone(),
+        count=z64.clone(),
+        ratio=ratio,
+        content_size=content_size,
+    )
+
+
+def _osim(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    detector: str,
+    layer: str,
+    conf_threshold: float,
+    nms_threshold: float,
+    saliency: str | SaliencyFn,
+    weights_path: str | os.PathLike | None,
+    model: YOLOX | None,
+    warn: bool,
+) -> OSIMResult:
+    _check_options(layer, saliency, conf_threshold, nms_threshold)
+    p, t = _check_pair(preds, target)
+    yolox = _resolve_model(model, detector, weights_path, t.device)
+    num_classes = yolox.num_classes
+    if t.shape[0] == 0:
+        if warn:
+            _nothing_detected_warning(conf_threshold)
+        return _empty_result(num_classes, t.device, float("nan"), (0, 0))
+
+    S = yolox.input_size
+    lb_ref = _letterbox_tensor(t, S, True)
+    out = yolox.detect_letterbox(lb_ref, conf_threshold=conf_threshold, nms_threshold=nms_threshold, layers=(layer,))
+    f_ref = out.features[layer]
+    with torch.no_grad():
+        f_test = yolox.extract(_letterbox_tensor(p, S, True).canvas, (layer,))[layer]
+        cos = F.cosine_similarity(f_ref, f_test, dim=1, eps=1e-8)  # (B, H_f, W_f)
+    h_c, w_c = lb_ref.content_size
+    dets = out.detections
+    counts = [len(d) for d in dets]
+    if sum(counts) == 0:
+        if warn:
+            _nothing_detected_warning(conf_threshold)
+        return _empty_result(num_classes, t.device, lb_ref.ratio, lb_ref.content_size)
+
+    with torch.no_grad():
+        sal = _saliency_maps(_content_rgb(lb_ref), saliency)
+    view = torch.repeat_interleave(torch.arange(len(dets), device=t.device), torch.tensor(counts, device=t.device))
+    boxes_lb = torch.cat([d.boxes_letterbox for d in dets])
+    step = S / cos.shape[-1]
+    cell_limits = (math.ceil(h_c / step), math.ceil(w_c / step))
+    r = _box_means(cos, view, box_spans(boxes_lb, step, cell_limits)).to(torch.float32)
+    s = _box_means(sal, view, box_spans(boxes_lb, 1, (h_c, w_c))).to(torch.float32)
+    classes = torch.cat([d.classes for d in dets])
+    r_sum, s_sum, count = _class_sums(classes, r, s, num_classes)
+    seen = torch.nonzero(count > 0).flatten().tolist()
+    return OSIMResult(
+        score=scene_score(r_sum, s_sum, count, warn=warn, conf_threshold=conf_threshold),
+        per_class={c: float(r_sum[c] / count[c]) for c in seen},
+        class_saliency={c: float(s_sum[c] / count[c]) for c in seen},
+        class_counts={c: int(count[c]) for c in seen},
+        image_index=view,
+        boxes=torch.cat([d.boxes for d in dets]),
+        boxes_letterbox=boxes_lb,
+        classes=classes,
+        det_scores=torch.cat([d.scores for d in dets]),
+        r=r,
+        s=s,
+        r_sum=r_sum,
+        s_sum=s_sum,
+        count=count,
+        ratio=lb_ref.ratio,
+        content_size=lb_ref.content_size,
+    )
+
+
+def osim(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    detector: str = "yolox_x",
+    layer: str = "dark5",
+    conf_threshold: float = 0.35,
+    nms_threshold: float = 0.45,
+    saliency: str | SaliencyFn = "gbvs",
+    weights_path: str | os.PathLike | None = None,
+    model: YOLOX | None = None,
+) -> OSIMResult:
+    """Scene OSIM of test images (renders) against their references; the B pairs are the views of one scene.
+
+    Args:
+        preds: ``(B, 3, H, W)`` or ``(3, H, W)`` test images, RGB float in [0, 1] or uint8.
+        target: reference images of the same shape.
+        detector: YOLOX variant (the paper uses ``"yolox_x"``).
+        layer: feature map compared (``"dark5"`` in the paper; ``dark3``, ``dark4``, ``p3``, ``p4``, ``p5``).
+        conf_threshold: detection confidence threshold (inclusive).
+        nms_threshold: class-agnostic NMS IoU threshold.
+        saliency: ``"gbvs"``, ``"uniform"`` (unweighted mean of ``o_l``) or a callable mapping the resized
+            references ``(B, 3, h_c, w_c)`` RGB [0, 1] to ``(B, h_c, w_c)`` non-negative saliency.
+        weights_path: YOLOX checkpoint file or folder (``None``: the scenemetrics cache).
+        model: a :class:`~scenemetrics.osim.yolox.YOLOX` to use instead of loading ``detector`` (on the images'
+            device).
+
+    Returns:
+        An :class:`OSIMResult`. With no detection the score is NaN and a ``UserWarning`` is emitted.
+
+    Raises:
+        ValueError: bad images, different shapes of ``preds`` and ``target``, a bad option, or a ``model`` on
+            another device.
+        scenemetrics.hub.WeightsNotFoundError: no checkpoint for ``detector``.
+
+    Example:
+        >>> import os, tempfile, torch
+        >>> from scenemetrics.osim.yolox import YOLOX, random_checkpoint, synthetic_images
+        >>> p = random_checkpoint("yolox_nano", os.path.join(tempfile.mkdtemp(), "yolox_nano.pth"))
+        >>> refs = synthetic_images(2, (96, 128), seed=3)
+        >>> res = osim((refs * 0.7).clamp(0, 1), refs, detector="yolox_nano", weights_path=p, conf_threshold=0.3)
+        >>> bool(0 <= float(res.score) < 1), res.r.shape == res.s.shape
+        (True, True)
+    """
+    with torch.no_grad():
+        return _osim(
+            preds,
+            target,
+            detector=detector,
+            layer=layer,
+            conf_threshold=conf_threshold,
+            nms_threshold=nms_threshold,
+            saliency=saliency,
+            weights_path=weights_path,
+            model=model,
+            warn=True,
+        )
