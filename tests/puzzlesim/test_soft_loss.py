@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -79,7 +81,7 @@ def test_soft_is_below_hard_monotone_and_converges_on_raw_features():
     softs = [soft_best_match_similarity(feats, refs, t) for t in TEMPERATURES]
     for soft in softs:
         assert bool((soft <= hard + 1e-6).all())
-    for colder, warmer in zip(softs, softs[1:], strict=False):
+    for colder, warmer in itertools.pairwise(softs):
         assert bool((warmer <= colder + 1e-6).all())  # non-increasing in T
     k = refs.shape[0] * refs.shape[2] * refs.shape[3]
     for t, soft in zip(TEMPERATURES, softs, strict=True):
@@ -162,10 +164,10 @@ def test_loss_bounds_monotonicity_and_convergence(memory):
         torch.testing.assert_close(loss, 1 - soft_map.mean(dim=(1, 2)), atol=1e-6, rtol=0)
         maps.append(soft_map)
         losses.append(loss)
-    for warmer, colder in zip(maps, maps[1:], strict=False):
+    for warmer, colder in itertools.pairwise(maps):
         assert bool((warmer <= colder + 1e-6).all())  # soft is non-increasing in T
     gaps = [float((loss - (1 - score)).abs().max()) for loss in losses[2:]]  # T = 0.05, 0.01, 0.002, 1e-4
-    assert all(a > b for a, b in zip(gaps, gaps[1:], strict=False)), gaps
+    assert all(a > b for a, b in itertools.pairwise(gaps)), gaps
     assert gaps[-1] <= 1e-3
 
 
