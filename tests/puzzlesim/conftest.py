@@ -18,9 +18,10 @@ from .naive import TORCHVISION_FILES, write_checkpoint
 def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
     """``checkpoint(name, seed=0, classifier=False)`` -> path of a cached torchvision-layout random checkpoint.
 
-    Built with :func:`scenemetrics.puzzlesim.random_checkpoint`, except VGG16: that one spends ~5 s initialising a
-    classifier it then discards, so the tests write the same recipe themselves (``naive.write_checkpoint``; equality of
-    the two is tested in ``test_weights.py``).
+    Built with :func:`scenemetrics.puzzlesim.random_checkpoint`, except VGG16 and the AlexNet file with classifier:
+    ``random_checkpoint`` spends seconds initialising torchvision's large classifier (~5 s for VGG16), so the tests
+    write the same recipe themselves without that (``naive.write_checkpoint``; equality of the two files is tested in
+    ``test_weights.py``).
     """
     root = tmp_path_factory.mktemp("puzzlesim_checkpoints")
     made: dict[tuple, Path] = {}
@@ -29,7 +30,9 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
         key = (name, seed, classifier)
         if key not in made:
             path = root / f"{name}-seed{seed}-{'full' if classifier else 'features'}.pth"
-            make = write_checkpoint if name == "vgg16" else random_checkpoint
+            make = (
+                write_checkpoint if name == "vgg16" or (classifier and name != "squeezenet1_1") else random_checkpoint
+            )
             made[key] = make(name, path, seed=seed, include_classifier=classifier)
         return made[key]
 

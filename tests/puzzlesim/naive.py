@@ -141,9 +141,11 @@ class NaivePuzzleSim:
         layers: Sequence[int] = (2, 3, 4),
         weights: Sequence[float] | None = (0.67, 0.2, 0.13),
         temperature: float | None = None,
+        out_size: tuple[int, int] | None = None,
     ) -> Tensor:
-        """Map ``(H, W)`` of one image (Eq. 3): weighted sum of per-layer maps upsampled with align_corners=True."""
-        h, w = image.shape[-2:]
+        """Map ``(H, W)`` of one image (Eq. 3): weighted sum of per-layer maps upsampled with align_corners=True
+        to the image's size (or ``out_size``)."""
+        h, w = image.shape[-2:] if out_size is None else out_size
         weights = [1.0 / len(layers)] * len(layers) if weights is None else list(weights)
         maps = self.layer_maps(image, references, layers, temperature)
         total = torch.zeros(h, w, dtype=self.dtype)

@@ -124,6 +124,13 @@ def test_empty_batch_returns_empty_maps(squeeze_ckpt, mixed_refs):
     assert puzzle_similarity(torch.zeros(0, 3, 40, 48), mixed_refs, weights_path=squeeze_ckpt).shape == (0,)
 
 
+def test_empty_batch_layer_maps_keep_the_layout(squeeze_ckpt, mixed_refs):
+    """``layer_maps`` returns layer -> (B, h_l, w_l), also for B = 0: 40 x 48 -> 4 x 5 (layer 2), 2 x 2 (3, 4)."""
+    memory = PuzzleSimMemory(mixed_refs, weights_path=squeeze_ckpt)
+    shapes = {layer: tuple(v.shape) for layer, v in memory.layer_maps(torch.zeros(0, 3, 40, 48)).items()}
+    assert shapes == {2: (0, 4, 5), 3: (0, 2, 2), 4: (0, 2, 2)}
+
+
 MIN_SIDES = {"squeezenet1_1": (3, 5, 9, 17, 17, 17, 17), "alexnet": (7, 15, 31, 31, 31), "vgg16": (1, 2, 4, 8, 16)}
 
 
@@ -191,6 +198,18 @@ def test_range_with_default_weights(squeeze_ckpt):
     assert bool(torch.isfinite(maps).all())
     assert float(maps.min()) >= 0.0
     assert float(maps.max()) <= 1 + 1e-6
+
+
+def test_weights_are_applied_as_given(squeeze_ckpt, mixed_refs):
+    """No renormalisation and no clipping: a reference scores sum(weights) everywhere."""
+    reference = mixed_refs[0][:1]
+    for weights, total in [((1.0, 1.0, 1.0), 3.0), ((0.5, 0.0, 0.0), 0.5), ((0.0, 0.2, 0.1), 0.3)]:
+        maps = puzzle_similarity_map(reference, mixed_refs, weights_path=squeeze_ckpt, layer_weights=weights)
+        torch.testing.assert_close(maps, torch.full_like(maps, total), atol=1e-5, rtol=0)
+    image = smooth_images(1, 44, 52, seed=51)
+    one = puzzle_similarity_map(image, mixed_refs, weights_path=squeeze_ckpt, layer_weights=(1.0, 0.0, 0.0))
+    two = puzzle_similarity_map(image, mixed_refs, weights_path=squeeze_ckpt, layer_weights=(2.0, 0.0, 0.0))
+    torch.testing.assert_close(two, 2 * one, atol=1e-6, rtol=0)
 
 
 def test_noise_patch_scores_lower_inside_than_outside(squeeze_ckpt):

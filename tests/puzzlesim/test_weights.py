@@ -123,6 +123,10 @@ def test_accepted_checkpoint_layouts_give_the_same_maps(tmp_path, squeeze_ckpt, 
         torch.testing.assert_close(maps_with(path), seed_maps[0], atol=0, rtol=0)
 
 
+class _Unsafe:
+    """A pickled Python object in a checkpoint."""
+
+
 def test_key_mismatches_are_value_errors(tmp_path):
     state = he_normal_state_dict("squeezenet1_1", seed=0, include_classifier=False)
     missing = dict(state)
@@ -145,6 +149,10 @@ def test_key_mismatches_are_value_errors(tmp_path):
         with pytest.raises(ValueError, match=pattern) as info:
             load_backbone("squeezenet1_1", weights_path=path)
         assert path.name in str(info.value)
+    pickled = tmp_path / "pickled.pth"
+    torch.save({"features.0.weight": _Unsafe()}, pickled)  # weights_only=True refuses arbitrary objects
+    with pytest.raises(ValueError, match=r"pickled\.pth.*weights_only=True"):
+        load_backbone("squeezenet1_1", weights_path=pickled)
     garbage = tmp_path / "garbage.pth"
     garbage.write_bytes(b"this is not a checkpoint")
     with pytest.raises(ValueError, match=r"garbage\.pth"):
