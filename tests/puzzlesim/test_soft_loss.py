@@ -258,3 +258,18 @@ def test_hard_and_soft_maps_agree_in_shape_with_the_functional_api(memory, ckpt)
     soft = loss_fn.soft_map(image)
     assert soft.shape == hard.shape == (1, 50, 42)
     torch.testing.assert_close(soft, hard, atol=1e-3, rtol=0)
+
+
+def test_soft_map_with_resize_and_a_layer_subset_of_a_memory(ckpt):
+    memory = PuzzleSimMemory(REFS, layers=(1, 2, 3, 4), weights_path=ckpt, resize=(48, 56))
+    image = smooth_images(1, 30, 70, seed=109)
+    with pytest.raises(ValueError, match=r"`resize`"):
+        SoftPuzzleSimLoss(memory, 1e-4, layers=(2, 4), layer_weights=(0.6, 0.4), weights_path=ckpt, resize=56)
+    loss_fn = SoftPuzzleSimLoss(
+        memory, 1e-4, layers=(2, 4), layer_weights=(0.6, 0.4), weights_path=ckpt, resize=(48, 56)
+    )
+    soft = loss_fn.soft_map(image)
+    hard = memory.similarity_map(image, layers=(2, 4), layer_weights=(0.6, 0.4))
+    assert soft.shape == hard.shape == (1, 30, 70)
+    torch.testing.assert_close(soft, hard, atol=1e-3, rtol=0)
+    assert bool((soft <= hard + 1e-6).all())
