@@ -104,7 +104,7 @@ def test_chunked_gradients_equal_unchunked(dtype):
     scale = float(grads[None].abs().max())
     assert scale > 0
     # float32: rounding only (the gradient's factor (s - soft) / T amplifies it by 1 / T); float64: identical
-    tol = 1e-5 * scale if dtype == torch.float32 else 1e-13
+    tol = 5e-5 * scale if dtype == torch.float32 else 1e-13
     for chunk in (1, 7, 100, 10_000):
         torch.testing.assert_close(values[chunk], values[None], atol=1e-6 if dtype == torch.float32 else 1e-14, rtol=0)
         torch.testing.assert_close(grads[chunk], grads[None], atol=tol, rtol=0)
