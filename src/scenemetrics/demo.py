@@ -198,8 +198,9 @@ def run(args: argparse.Namespace) -> int:
         f"{ps['mean_artifact_auc']:.3f}; maps in {out / 'puzzlesim'}"
     )
     for name, section in report["sections"].items():
-        if name != "puzzlesim" and isinstance(section, dict) and "scene_score" in section:
-            lines.append(f"  {name} scene score {section['scene_score']:.4f}; outputs in {out / name}")
+        score = section.get("scene_score", section.get(name)) if isinstance(section, dict) else None
+        if name != "puzzlesim" and isinstance(score, float):
+            lines.append(f"  {name} scene score {score:.4f}; outputs in {out / name}")
     if args.random_weights:
         lines.append("  " + RANDOM_BANNER)
     print("\n".join(lines))
