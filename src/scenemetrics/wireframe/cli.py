@@ -119,7 +119,7 @@ def _load_houses(path: str, flag: str) -> list:
         if not raw:
             raise CLIError(f"{flag} {path}: the list of houses is empty")
         if not all(isinstance(h, dict) for h in raw):
-            raise CLIError(f'{flag} {path}: expected a house object {{"vertices": ..., "edges": ...}} or a list of them')
+            raise CLIError(f"{flag} {path}: expected a house object with 'vertices' and 'edges', or a list of them")
     houses = []
     name = "pred" if flag == "--pred" else "gt"
     for k, h in enumerate(raw):
@@ -165,9 +165,9 @@ def _run_eval(args: argparse.Namespace) -> int:
     table = [[str(k), *(_fmt(r[n]) for n in names)] for k, r in enumerate(rows)]
     table.append(["mean", *(_fmt(mean[n]) for n in names)])
     widths = [max(len(h), *(len(row[c]) for row in table)) for c, h in enumerate(header)]
-    print("  ".join(h.rjust(w) for h, w in zip(header, widths)))
+    print("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
     for row in table:
-        print("  ".join(x.rjust(w) for x, w in zip(row, widths)))
+        print("  ".join(x.rjust(w) for x, w in zip(row, widths, strict=True)))
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -184,7 +184,8 @@ def _run_eval(args: argparse.Namespace) -> int:
             "average": "macro",
             "n_houses": len(rows),
         }
-        write_json(out / "wireframe_eval.json", {"per_house": [clean(r) for r in rows], "mean": clean(mean), "config": config})
+        result = {"per_house": [clean(r) for r in rows], "mean": clean(mean), "config": config}
+        write_json(out / "wireframe_eval.json", result)
         with open(out / "wireframe_eval.csv", "w", newline="") as fh:
             writer = csv.writer(fh)
             writer.writerow(header)

@@ -44,9 +44,8 @@ def _is_single(obj: Any) -> bool:
     first = obj[0]
     if isinstance(first, (Wireframe, Mapping)):
         return False
-    if isinstance(first, (tuple, list)) and len(first) == 2 and np.ndim(first[0]) == 2:
-        return False  # a sequence of (vertices, edges) pairs
-    return True
+    # a sequence of (vertices, edges) pairs has a 2-D array one level deeper than a single pair
+    return not (isinstance(first, (tuple, list)) and len(first) == 2 and np.ndim(first[0]) == 2)
 
 
 def _houses(obj: Any, arg: str) -> list:
@@ -177,7 +176,7 @@ class WireframeMetrics(Metric):
         nans = dict.fromkeys(self.metric_names, 0)
         prf_sums = {n: [0, 0, 0] for n in self.metric_names if n in _PRF_NAMES}
         per_house = []
-        for k, (p, t) in enumerate(zip(p_list, t_list)):
+        for k, (p, t) in enumerate(zip(p_list, t_list, strict=True)):
             try:
                 pw, gw = as_wireframe(p, name="pred"), as_wireframe(t, name="gt")
                 values, prfs = self._evaluate(pw, gw)
@@ -238,4 +237,3 @@ class WireframeMetrics(Metric):
         """Reset the states and ``last_values``."""
         super().reset()
         self.last_values = []
-

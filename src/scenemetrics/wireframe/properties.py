@@ -33,7 +33,7 @@ from scenemetrics.wireframe.metrics import (
     make_metric,
     metric_option_names,
 )
-from scenemetrics.wireframe.types import Wireframe, as_wireframe
+from scenemetrics.wireframe.types import as_wireframe
 
 __all__ = [
     "PASS_FRACTION",
@@ -312,7 +312,7 @@ def property_suite(
         raise ValueError(f"steps must be an integer >= 1, got {steps!r}.")
     houses = [as_wireframe(h, name=f"gt_wireframes[{i}]") for i, h in enumerate(gt_wireframes)]
     if len(houses) < 2:
-        raise ValueError(f"gt_wireframes needs at least 2 houses (the triangle test uses another house), got {len(houses)}.")
+        raise ValueError(f"gt_wireframes needs at least 2 houses (a triangle test uses another), got {len(houses)}.")
     for i, h in enumerate(houses):
         if len(h.vertices) < steps + 2 or len(h.edges) < steps + 2:
             raise ValueError(
@@ -328,7 +328,7 @@ def property_suite(
             return value
         if hib:
             if value < 0.0 or value > 1.0:
-                raise ValueError(f"{name} is higher-is-better but returned {value}, outside [0, 1]; d = 1 - metric needs it.")
+                raise ValueError(f"{name} is higher-is-better but returned {value}; d = 1 - metric needs [0, 1].")
             return 1.0 - value
         return value
 
@@ -344,7 +344,7 @@ def property_suite(
         s = _diameter(v)
         streams = [np.random.default_rng(ss) for ss in np.random.SeedSequence([seed, i]).spawn(9)]
 
-        def monotonic(seq: list) -> bool:
+        def monotonic(seq: list, x: tuple[np.ndarray, np.ndarray] = x) -> bool:
             vals = np.array([d(y, x) for y in seq])
             return bool(np.all(np.isfinite(vals)) and np.all(np.diff(vals) > 0))
 

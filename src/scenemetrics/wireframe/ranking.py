@@ -300,7 +300,9 @@ def quality_factor(win_matrix: Any, *, eps: float = 1e-3) -> np.ndarray:
     return f
 
 
-def preferences_from_scores(scores_a: Any, scores_b: Any, *, higher_is_better: bool, tie_tol: float = 0.0) -> np.ndarray:
+def preferences_from_scores(
+    scores_a: Any, scores_b: Any, *, higher_is_better: bool, tie_tol: float = 0.0
+) -> np.ndarray:
     """Outcomes of pairwise comparisons decided by a metric: 1 if ``a`` is better by more than ``tie_tol``, 0 if
     ``b`` is, else 0.5 (NaN where either score is NaN).
 

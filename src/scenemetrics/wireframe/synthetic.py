@@ -68,7 +68,7 @@ def synthetic_house(
     verts = [_box(0.0, 0.0, W, D, H)]
     # ridge above the gable walls (x = 0 and x = W), or inset along x for a hip roof
     verts.append(np.array([[inset, D / 2, H + R], [W - inset, D / 2, H + R]]))
-    edges = list(_BOX_EDGES) + [(8, 9), (8, 4), (8, 7), (9, 5), (9, 6)]
+    edges = [*_BOX_EDGES, (8, 9), (8, 4), (8, 7), (9, 5), (9, 6)]
     if annex:
         aw, ad = rng.uniform(3.0, 6.0), rng.uniform(3.0, 5.0)
         ah = rng.uniform(2.2, 0.8 * H + 0.5)

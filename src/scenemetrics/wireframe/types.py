@@ -70,7 +70,7 @@ def _to_numpy(x: Any, arg: str) -> np.ndarray:
     try:
         return np.asarray(x)
     except (ValueError, TypeError) as err:
-        raise ValueError(f"{arg} could not be read as an array ({err}); pass a rectangular array or nested list.") from None
+        raise ValueError(f"{arg} could not be read as an array ({err}); pass a rectangular array.") from None
 
 
 def _fmt(row: np.ndarray) -> str:
