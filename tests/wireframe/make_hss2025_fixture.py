@@ -50,14 +50,20 @@ def cases() -> list[dict]:
     v, e = synthetic_house(11)
     out.append({"name": "identity", "pred": (v, e), "gt": (v, e), "vert_thresh": 0.5, "edge_thresh": 0.5})
     out.append(
-        {"name": "tight", "pred": (v + [0.1, 0.0, 0.0], e[:-5]), "gt": (v, e), "vert_thresh": 0.12, "edge_thresh": 0.2}
+        {
+            "name": "tight",
+            "pred": (v + np.array([0.1, 0.0, 0.0]), e[:-5]),
+            "gt": (v, e),
+            "vert_thresh": 0.12,
+            "edge_thresh": 0.2,
+        }
     )
     out.append({"name": "disjoint", "pred": (v + 100.0, e), "gt": (v, e), "vert_thresh": 0.5, "edge_thresh": 0.5})
     diag = np.array([[0.0, 0, 0], [1, 1, 0], [1, 1, 1], [0, 0, 2]])
     out.append(
         {
             "name": "sheared",
-            "pred": (diag + [0.1, 0.0, 0.05], np.array([[0, 1], [1, 2], [0, 3]])),
+            "pred": (diag + np.array([0.1, 0.0, 0.05]), np.array([[0, 1], [1, 2], [0, 3]])),
             "gt": (diag, np.array([[0, 1], [1, 2], [0, 2], [2, 3]])),
             "vert_thresh": 0.5,
             "edge_thresh": 0.3,

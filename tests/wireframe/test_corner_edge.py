@@ -29,7 +29,7 @@ def test_threshold_is_inclusive():
 
 
 def test_square_vs_shifted_square_at_two_thresholds():
-    shifted = SQUARE + [0.25, 0.0, 0.0]  # dyadic, so every distance is exactly 0.25
+    shifted = SQUARE + np.array([0.25, 0.0, 0.0])  # dyadic, so every distance is exactly 0.25
     assert corner_prf(shifted, SQUARE, threshold=0.2) == PRF(0.0, 0.0, 0.0, 0, 4, 4)
     assert corner_prf(shifted, SQUARE, threshold=0.25) == PRF(1.0, 1.0, 1.0, 4, 4, 4)
     # three of the four predicted corners, one extra far away
@@ -132,7 +132,7 @@ def test_edge_prf_empty_prediction_and_disconnect_insensitivity():
 
 
 def test_edge_prf_sampled_matches_exact_on_axis_aligned_shift():
-    shifted = SQUARE + [0, 0, 0.05]
+    shifted = SQUARE + np.array([0, 0, 0.05])
     for k in (None, 2, 20):
         # sampled points (1 - t) a + t b are exact only up to rounding, hence the 1e-9 margin
         assert edge_prf(shifted, SQUARE_E, SQUARE, SQUARE_E, threshold=0.05 + 1e-9, hausdorff_samples=k).f1 == 1.0

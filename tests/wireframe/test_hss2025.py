@@ -17,7 +17,7 @@ from scenemetrics.wireframe import corner_prf, hss, iou, synthetic_houses
 pytest.importorskip("trimesh", reason="needs the [hss] extra (trimesh)")
 pytest.importorskip("manifold3d", reason="needs the [hss] extra (manifold3d)")
 
-from scenemetrics.wireframe.hss2025 import edge_prism, prism_transform  # noqa: E402
+from scenemetrics.wireframe.hss2025 import edge_prism, prism_transform
 
 FIXTURE = Path(__file__).parent / "data" / "hss2025_reference.json"
 HEX_AREA = 3 * math.sqrt(3) / 2  # regular hexagon of circumradius 1
@@ -65,7 +65,7 @@ def test_empty_and_disjoint_cases_return_zero():
     # only a too-short edge on the prediction side: no primitive left
     short = np.array([[0.0, 0, 0], [0, 0, 1e-8]])
     assert iou(short, [[0, 1]], v, [[0, 1]], radius=0.5, mode="hss2025") == 0.0
-    assert iou(v + [0, 0, 10], [[0, 1]], v, [[0, 1]], radius=0.5, mode="hss2025") == 0.0
+    assert iou(v + np.array([0, 0, 10]), [[0, 1]], v, [[0, 1]], radius=0.5, mode="hss2025") == 0.0
     assert iou(v, [[0, 1]], v, [[1, 0]], radius=0.5, mode="hss2025") == pytest.approx(1.0, abs=1e-6)
 
 
@@ -73,7 +73,9 @@ def test_hss2025_iou_is_close_to_voxel_iou_for_an_axis_aligned_edge():
     # prisms of axis-aligned edges are not sheared; a parallel shift along the prism keeps IoU exact:
     # overlap 1.5 of length 2 -> 1.5 / 2.5
     v = np.array([[0.0, 0, 0], [2, 0, 0]])
-    assert iou(v + [0.5, 0, 0], [[0, 1]], v, [[0, 1]], radius=0.25, mode="hss2025") == pytest.approx(0.6, abs=1e-9)
+    assert iou(v + np.array([0.5, 0, 0]), [[0, 1]], v, [[0, 1]], radius=0.25, mode="hss2025") == pytest.approx(
+        0.6, abs=1e-9
+    )
 
 
 def test_frozen_hoho2025_outputs():
@@ -114,8 +116,13 @@ def test_missing_extra_raises_import_error_naming_it(monkeypatch):
         hss(v, [[0, 1]], v, [[0, 1]])
 
 
-def test_package_import_does_not_import_trimesh():
-    code = "import sys, scenemetrics.wireframe as w; w.wed; w.iou; w.property_suite; w.hss; print('trimesh' in sys.modules)"
+def test_package_import_does_not_import_trimesh_or_torch():
+    code = (
+        "import sys, scenemetrics.wireframe as w\n"
+        "v, e = w.synthetic_house(0)\n"
+        "w.wed(v, e, v, e); w.iou(v, e, v, e, 0.5); w.property_suite; w.hss\n"
+        "print('trimesh' in sys.modules, 'torch' in sys.modules)\n"
+    )
     src = str(Path(__file__).resolve().parents[2] / "src")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"PYTHONPATH": src})
-    assert out.stdout.strip() == "False", out.stderr
+    assert out.stdout.strip() == "False False", out.stderr

@@ -14,8 +14,8 @@ from scipy.optimize import linear_sum_assignment
 import scenemetrics as sm
 from scenemetrics.wireframe import (
     METRIC_NAMES,
-    WireframeMetrics,
     Wireframe,
+    WireframeMetrics,
     corner_offset,
     corner_prf,
     edge_prf,

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -58,10 +59,7 @@ class HSSResult(NamedTuple):
 
 def _to_numpy(x: Any, arg: str) -> np.ndarray:
     """Torch tensors (any device/dtype), numpy arrays and nested sequences to a numpy array."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a core dependency
-        torch = None
+    torch = sys.modules.get("torch")  # a tensor implies torch is imported; never import it just to check
     if torch is not None and isinstance(x, torch.Tensor):
         x = x.detach().cpu()
         if x.is_floating_point():  # bfloat16/float16 have no (exact) numpy twin
