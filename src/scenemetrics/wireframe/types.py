@@ -130,7 +130,12 @@ def _validate_edges(edges: Any, n_vertices: int, arg: str, varg: str) -> np.ndar
     return np.array(e, dtype=np.int64)
 
 
-def _check_simple(e: np.ndarray, arg: str, edges_name: str) -> None:
+def edge_codes(edges: np.ndarray, n_vertices: int) -> np.ndarray:
+    """One int64 per undirected edge: ``min(i, j) * n_vertices + max(i, j)`` (equal codes = the same edge)."""
+    return np.minimum(edges[:, 0], edges[:, 1]) * max(n_vertices, 1) + np.maximum(edges[:, 0], edges[:, 1])
+
+
+def _check_simple(e: np.ndarray, n_vertices: int, arg: str, edges_name: str) -> None:
     loops = e[:, 0] == e[:, 1]
     if loops.any():
         i = int(np.flatnonzero(loops)[0])
@@ -140,13 +145,14 @@ def _check_simple(e: np.ndarray, arg: str, edges_name: str) -> None:
         )
     if len(e) < 2:
         return
-    key = np.sort(e, axis=1)
-    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    dup = first[inverse] != np.arange(len(e))
-    if dup.any():
-        i = int(np.flatnonzero(dup)[0])
-        j = int(first[inverse[i]])
+    codes = edge_codes(e, n_vertices)
+    order = np.argsort(codes, kind="stable")
+    same = codes[order[1:]] == codes[order[:-1]]
+    if same.any():
+        # the first duplicate in input order, and the earlier edge it repeats
+        later = order[1:][same]
+        i = int(later.min())
+        j = int(np.flatnonzero(codes == codes[i])[0])
         raise ValueError(
             f"{arg}[{i}] = {_fmt(e[i])} duplicates {arg}[{j}] = {_fmt(e[j])} (edges are undirected); drop duplicates "
             f"with scenemetrics.wireframe.clean_wireframe(vertices, edges)."
@@ -178,7 +184,7 @@ def validate_wireframe(vertices: Any, edges: Any, *, name: str = "pred") -> Wire
     """
     v = validate_vertices(vertices, arg=f"{name}_vertices")
     e = _validate_edges(edges, len(v), f"{name}_edges", f"{name}_vertices")
-    _check_simple(e, f"{name}_edges", f"{name}_edges")
+    _check_simple(e, len(v), f"{name}_edges", f"{name}_edges")
     return Wireframe(v, e)
 
 
