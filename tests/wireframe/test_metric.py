@@ -197,3 +197,25 @@ def test_update_errors(pairs):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         m.update(preds[0], gts[0])
+
+
+def test_forward_returns_the_batch_value_and_accumulates(pairs):
+    preds, gts = pairs
+    m = WireframeMetrics(("wed",))
+    batch = m(preds[0], gts[0])
+    assert batch["wed"].item() == pytest.approx(wed(*preds[0], *gts[0]))
+    m(preds[1], gts[1])
+    expected = (wed(*preds[0], *gts[0]) + wed(*preds[1], *gts[1])) / 2
+    assert m.compute()["wed"].item() == pytest.approx(expected)
+
+
+def test_plot(pairs):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    preds, gts = pairs
+    m = WireframeMetrics(("corner_f1", "wed"), threshold=0.5)
+    m.update(preds[0], gts[0])
+    fig, ax = m.plot()
+    assert fig is not None and ax is not None

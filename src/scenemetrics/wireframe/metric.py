@@ -233,6 +233,17 @@ class WireframeMetrics(Metric):
             warnings.warn(f"WireframeMetrics: NaN values were skipped in the averages ({detail}).", stacklevel=2)
         return out
 
+    def plot(self, val: Any = None, ax: Any = None) -> Any:
+        """Plot ``compute()``'s values (or ``val``, one result or a list of results) with matplotlib.
+
+        Example:
+            >>> m = WireframeMetrics(("wed",))
+            >>> v, e = [[0, 0, 0], [1, 0, 0]], [[0, 1]]
+            >>> m.update((v, e), (v, e))
+            >>> fig, ax = m.plot()  # doctest: +SKIP
+        """
+        return self._plot(val, ax)
+
     def reset(self) -> None:
         """Reset the states and ``last_values``."""
         super().reset()

@@ -411,8 +411,9 @@ def _route_options(
     for key, m in metrics.items():
         if isinstance(m, str):
             accepted = metric_option_names(m)
-            routed[key] = {k: v for k, v in options.items() if k in accepted}
-            used |= set(routed[key])
+            taken = {k: v for k, v in options.items() if k in accepted}
+            routed[key] = taken
+            used |= set(taken)
         else:
             routed[key] = None
     unused = sorted(set(options) - used)

@@ -54,7 +54,9 @@ class BTResult(NamedTuple):
     elo: np.ndarray
 
 
-def _comparisons(comparisons: Any, n_items: int | None, arg: str = "comparisons") -> tuple[np.ndarray, ...]:
+def _comparisons(
+    comparisons: Any, n_items: int | None, arg: str = "comparisons"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     try:
         c = np.asarray(comparisons, dtype=np.float64)
     except (TypeError, ValueError) as err:
