@@ -174,3 +174,35 @@ def test_agreement_matrix_and_preferences_from_scores():
     assert names == ["human", "metric", "same"]
     assert mat[0, 1] == mat[1, 0] == pytest.approx((1 + 0 + 1 + 0.5) / 4)
     assert mat[0, 2] == 1.0 and np.all(np.diag(mat) == 1.0)
+
+
+def test_argument_errors():
+    comps = [[0, 1, 1]]
+    for kwargs, match in (
+        ({"lr": 0.0}, "lr > 0"),
+        ({"tol": -1.0}, "tol >= 0"),
+        ({"l2": -0.1}, "l2 >= 0"),
+        ({"max_steps": 0}, "max_steps"),
+        ({"scale": math.inf}, "scale must be finite"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            bradley_terry(comps, **kwargs)
+    with pytest.raises(ValueError, match="at least one comparison"):
+        bradley_terry(np.zeros((0, 3)))
+    with pytest.raises(ValueError, match="scale"):
+        implied_win_rates([0.0, 1.0], scale=0.0)
+    with pytest.raises(ValueError, match="same shape"):
+        preferences_from_scores([1.0, 2.0], [1.0], higher_is_better=True)
+    with pytest.raises(ValueError, match="tie_tol"):
+        preferences_from_scores([1.0], [1.0], higher_is_better=True, tie_tol=-1.0)
+    with pytest.raises(ValueError, match="comparisons_per_rater is empty"):
+        win_rate_matrix([], 3)
+    with pytest.raises(ValueError, match=r"comparisons_per_rater\[1\]"):
+        win_rate_matrix([[[0, 1, 1]], [[0, 0, 1]]], 2)
+
+
+def test_l2_penalty_shrinks_abilities():
+    comps = [[0, 1, 1]] * 3 + [[1, 0, 1]]
+    free = bradley_terry(comps, tol=1e-14, max_steps=20000)
+    shrunk = bradley_terry(comps, l2=0.5, tol=1e-14, max_steps=20000)
+    assert 0 < shrunk.theta[0] - shrunk.theta[1] < free.theta[0] - free.theta[1]
