@@ -19,6 +19,7 @@ from scenemetrics.wireframe import (
     corner_offset,
     corner_prf,
     edge_prf,
+    make_metric,
     synthetic_houses,
     wed,
 )
@@ -219,3 +220,17 @@ def test_plot(pairs):
     m.update(preds[0], gts[0])
     fig, ax = m.plot()
     assert fig is not None and ax is not None
+
+
+def test_metrics_with_fixed_options_do_not_share_a_call(pairs):
+    preds, gts = pairs
+    names = ("wed", "wed_prereg", "wed_mnn", "wed_nearest", "wed_ap", "spectral_l1", "spectral_l2", "iou",
+             "jaccard_distance")  # fmt: skip
+    m = WireframeMetrics(names, radius=0.5, metric_options={"iou": {"resolution": 2},
+                                                            "jaccard_distance": {"resolution": 2}})  # fmt: skip
+    m.update(preds[0], gts[0])
+    got = {k: v.item() for k, v in m.compute().items()}
+    for name in names:
+        opts = {"radius": 0.5, "resolution": 2} if name in ("iou", "jaccard_distance") else {}
+        assert got[name] == make_metric(name, **opts)(*preds[0], *gts[0]), name
+    assert len(m._groups) == 8  # iou and jaccard_distance share one call

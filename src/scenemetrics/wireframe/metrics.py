@@ -1147,7 +1147,8 @@ class ScalarMetric:
     @property
     def group_key(self) -> tuple:
         """Metrics with equal keys share one call of the underlying function (e.g. corner P, R and F1)."""
-        return (self._entry.func.__name__, tuple(sorted((k, repr(v)) for k, v in self.options.items())))
+        kwargs = {**self._entry.fixed, **self.options}
+        return (self._entry.func.__name__, tuple(sorted((k, repr(v)) for k, v in kwargs.items())))
 
     def raw(self, pred_vertices: Any, pred_edges: Any, gt_vertices: Any, gt_edges: Any) -> Any:
         """The underlying function's full result (e.g. the :class:`PRF`), shared by metrics with one ``group_key``."""
