@@ -96,7 +96,7 @@ def validate_vertices(vertices: Any, *, arg: str = "pred_vertices") -> np.ndarra
     v = _to_numpy(vertices, arg)
     if v.size == 0:
         return np.zeros((0, 3), dtype=np.float64)
-    if v.dtype == np.bool_ or not (np.issubdtype(v.dtype, np.integer) or np.issubdtype(v.dtype, np.floating)):
+    if v.dtype.kind not in "iuf":  # bool, complex, strings and objects are not coordinates
         raise TypeError(f"{arg} must hold real numbers (int or float), got dtype {v.dtype}.")
     if v.ndim != 2 or v.shape[1] != 3:
         raise ValueError(f"{arg} must have shape (N, 3), got {tuple(v.shape)}.")
@@ -115,7 +115,7 @@ def _validate_edges(edges: Any, n_vertices: int, arg: str, varg: str) -> np.ndar
     e = _to_numpy(edges, arg)
     if e.size == 0:
         return np.zeros((0, 2), dtype=np.int64)
-    if e.dtype == np.bool_ or not np.issubdtype(e.dtype, np.integer):
+    if e.dtype.kind not in "iu":
         raise TypeError(f"{arg} must be integer indices into {varg}, got dtype {e.dtype}; cast with .astype(int).")
     if e.ndim != 2 or e.shape[1] != 2:
         raise ValueError(f"{arg} must have shape (M, 2), got {tuple(e.shape)}.")
