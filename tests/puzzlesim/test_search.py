@@ -121,10 +121,13 @@ def test_screen_index_layout():
     a_sorted = r[torch.argsort(r.double() @ proj)]
     b_sorted = index.vectors[torch.argsort(index.vectors.double() @ proj)]
     assert torch.equal(a_sorted, b_sorted)
-    # augmented rows [bf16(r), -1, 0...]; padding rows [0, -4, 0...]
+    # augmented rows [bf16(r), -SHIFT, 0...]; padding rows [0, -4, 0...]. SHIFT is exact in bf16 and larger than
+    # any bf16 dot product of two (rounded) unit vectors, so every coarse score is strictly negative.
+    assert float(torch.tensor(S.SHIFT).to(torch.bfloat16)) == S.SHIFT
+    assert S.SHIFT > (1 + 2**-8) ** 2
     aug = index.aug.float()
     assert torch.equal(index.aug[:k, :c], index.vectors.to(torch.bfloat16))
-    assert bool((aug[:k, c] == -1).all()) and bool((aug[k:, c] == -4).all())
+    assert bool((aug[:k, c] == -S.SHIFT).all()) and bool((aug[k:, c] == -4).all())
     assert bool((aug[k:, :c] == 0).all()) and bool((aug[:, c + 1 :] == 0).all())
     rt = index.vectors.to(torch.bfloat16).double()
     assert index.rho_lo == pytest.approx(float((index.vectors.double() - rt).norm(dim=1).max()), rel=1e-12)
