@@ -140,10 +140,12 @@ def validate_layers(backbone: str, layers: Sequence[int]) -> tuple[int, ...]:
     return layers
 
 
-def _build_features(name: str) -> nn.Sequential:
+def _build_model(name: str) -> nn.Module:
+    """The torchvision classifier on the meta device: shapes and module structure only, no allocation or init."""
     import torchvision
 
-    return getattr(torchvision.models, name)(weights=None).features
+    with torch.device("meta"):
+        return getattr(torchvision.models, name)(weights=None)
 
 
 def _features_state_dict(state: object, name: str, reference_keys: Sequence[str], path: str) -> dict[str, Tensor]:
@@ -214,10 +216,17 @@ class PuzzleSimBackbone(nn.Module):
 
 @functools.lru_cache(maxsize=8)
 def _load_cached(name: str, path: str, mtime_ns: int, device: str) -> PuzzleSimBackbone:
-    features = _build_features(name)
+    features = _build_model(name).features
     state = hub.load_torch_checkpoint(path)
-    sd = _features_state_dict(state, name, list(features.state_dict()), path)
-    features.load_state_dict(sd, strict=True)
+    reference = features.state_dict()
+    sd = _features_state_dict(state, name, list(reference), path)
+    bad = [k for k, v in sd.items() if not isinstance(v, Tensor) or tuple(v.shape) != tuple(reference[k].shape)]
+    if bad:
+        raise ValueError(
+            f"checkpoint {path!r} does not match torchvision {name}.features: wrong shapes for {bad[:5]}"
+            + (" ..." if len(bad) > 5 else "")
+        )
+    features.load_state_dict({k: v.float() for k, v in sd.items()}, strict=True, assign=True)
     return PuzzleSimBackbone(name, features).to(device)
 
 
@@ -267,10 +276,9 @@ def random_checkpoint(name: str, path: str | os.PathLike, seed: int = 0, *, incl
         'a.pth'
     """
     import numpy as np
-    import torchvision
 
     name = canonical_backbone(name)
-    model = getattr(torchvision.models, name)(weights=None)
+    model = _build_model(name)
     rng = np.random.default_rng(seed)
     state: dict[str, Tensor] = {}
     for key, value in model.state_dict().items():
@@ -282,7 +290,7 @@ def random_checkpoint(name: str, path: str | os.PathLike, seed: int = 0, *, incl
                 arr = rng.standard_normal(value.shape, dtype=np.float32) * np.float32(0.01)
             state[key] = torch.from_numpy(arr)
         elif include_classifier:
-            state[key] = torch.zeros_like(value)
+            state[key] = torch.zeros(value.shape, dtype=value.dtype)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     torch.save(state, out)
