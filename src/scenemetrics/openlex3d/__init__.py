@@ -49,7 +49,7 @@ _NAMES = {
     "metric": ("OpenLex3DRetrieval", "OpenLex3DSetRanking", "OpenLex3DTopN"),
     "viz": ("CATEGORY_COLORS", "colorize_categories", "render_topdown", "save_category_ply", "save_category_png"),
 }
-from .set_ranking import set_ranking  # noqa: E402  (see the module docstring)
+from .set_ranking import set_ranking  # noqa: E402, F401  (see the module docstring)
 
 _WHERE = {name: module for module, names in _NAMES.items() for name in names}
 

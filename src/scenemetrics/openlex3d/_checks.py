@@ -73,12 +73,14 @@ def check_features(x: Any, name: str) -> Tensor:
         raise ValueError(f"`{name}` must be 2-D (rows, D); received {_describe(t)}")
     if t.dtype in (torch.float16, torch.bfloat16):
         t = t.float()
-    finite = torch.isfinite(t).all(dim=1)
-    if not bool(finite.all()):
+    # fast path: a finite sum proves every entry finite (an overflowing sum falls through to the exact check)
+    if t.numel() and not bool(torch.isfinite(t.sum(dtype=torch.float64))):
+        finite = torch.isfinite(t).all(dim=1)
         bad = torch.nonzero(~finite).flatten()
-        raise ValueError(
-            f"`{name}` must be finite; {bad.numel()} row(s) contain NaN or Inf (first at row {int(bad[0])})"
-        )
+        if bad.numel():
+            raise ValueError(
+                f"`{name}` must be finite; {bad.numel()} row(s) contain NaN or Inf (first at row {int(bad[0])})"
+            )
     return t
 
 
@@ -94,9 +96,7 @@ def check_int_array(x: Any, name: str, length: int | None = None) -> np.ndarray:
     return arr.astype(np.int64, copy=False)
 
 
-def check_index(
-    x: Any, n_points: int, n_rows: int, *, allow_unassigned: bool, name: str = "pred_index"
-) -> np.ndarray:
+def check_index(x: Any, n_points: int, n_rows: int, *, allow_unassigned: bool, name: str = "pred_index") -> np.ndarray:
     """Point -> feature-row index as int64 numpy; ``None`` is the identity (requires ``n_rows == n_points``)."""
     if x is None:
         if n_rows != n_points:

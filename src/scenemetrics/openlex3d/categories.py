@@ -259,7 +259,7 @@ class Categories(Mapping[int, ObjectLabels]):
         if object_id not in self._objects:
             raise KeyError(f"object_id {object_id} is not in the categories")
         n = normalize_label(label)
-        for key, labels in zip(_LABEL_KEYS, self._normalized[object_id]):
+        for key, labels in zip(_LABEL_KEYS, self._normalized[object_id], strict=True):
             if n in labels:
                 return key
         return "clutter" if n in self._clutter_labels(object_id) else "incorrect"

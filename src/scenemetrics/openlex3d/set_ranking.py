@@ -125,9 +125,9 @@ def build_pairs(scene: PreparedScene) -> RankingPairs:
             syn_sets.append(s)
             sec_sets.append(dv)
     n_obj = len(obj_ids)
-    width = max((len(s) + len(dv) for s, dv in zip(syn_sets, sec_sets)), default=0)
+    width = max((len(s) + len(dv) for s, dv in zip(syn_sets, sec_sets, strict=True)), default=0)
     labels = np.zeros((n_obj, width), dtype=np.int64)
-    for o, (s, dv) in enumerate(zip(syn_sets, sec_sets)):
+    for o, (s, dv) in enumerate(zip(syn_sets, sec_sets, strict=True)):
         labels[o, : len(s) + len(dv)] = s + dv
 
     point_obj = obj_of_uniq[inverse]
@@ -152,6 +152,27 @@ def build_pairs(scene: PreparedScene) -> RankingPairs:
     )
 
 
+def rank_scores(
+    rank: np.ndarray | float, low: np.ndarray | float, high: np.ndarray | float, last: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(left, right, score)`` of 0-based ranks ``rank`` for the box ``[low, high]`` (Supp. Eqs. 5-7).
+
+    ``left = 1 + min(0, (k - l) / (l + 1e-8))``, ``right = 1 - max(0, (k - r) / (L - r))`` with ``L = last``
+    (``M - 1``; ``right = 1`` where ``r >= L``), ``score = min(left, right)``. The ``1e-8`` is the toolkit's.
+
+    Example:
+        >>> [round(float(v), 6) for v in rank_scores(0, 3, 5, 11)]
+        [0.0, 1.0, 0.0]
+    """
+    k = np.asarray(rank, dtype=np.float64)
+    lo = np.asarray(low, dtype=np.float64)
+    hi = np.asarray(high, dtype=np.float64)
+    left = 1.0 + np.minimum(0.0, (k - lo) / (lo + _EPS))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        right = np.where(hi >= last, 1.0, 1.0 - np.maximum(0.0, (k - hi) / (last - hi)))
+    return left, right, np.minimum(left, right)
+
+
 def _label_scores(pairs: RankingPairs, ranks: np.ndarray, n_prompts: int) -> dict[str, np.ndarray]:
     """Per (pair, label): left, right, score and the set masks, all ``(Q, Lmax)``."""
     n_syn, n_sec = pairs.n_syn[pairs.pair_obj], pairs.n_sec[pairs.pair_obj]
@@ -160,12 +181,8 @@ def _label_scores(pairs: RankingPairs, ranks: np.ndarray, n_prompts: int) -> dic
     is_sec = (col >= n_syn[:, None]) & (col < (n_syn + n_sec)[:, None])
     lo = np.where(is_syn, 0, n_syn[:, None]).astype(np.float64)
     hi = np.where(is_syn, n_syn[:, None] - 1, (n_syn + n_sec)[:, None] - 1).astype(np.float64)
-    big_l = float(n_prompts - 1)
-    k = ranks.astype(np.float64)
-    left = 1.0 + np.minimum(0.0, (k - lo) / (lo + _EPS))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        right = np.where(hi >= big_l, 1.0, 1.0 - np.maximum(0.0, (k - hi) / (big_l - hi)))
-    return {"left": left, "right": right, "score": np.minimum(left, right), "syn": is_syn, "sec": is_sec}
+    left, right, score = rank_scores(ranks, lo, hi, n_prompts - 1)
+    return {"left": left, "right": right, "score": score, "syn": is_syn, "sec": is_sec}
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -226,7 +243,7 @@ def set_ranking_from_ranks(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: reported once below
         scene = np.nanmean(cols, axis=0)
-    scores = {key: float(v) for key, v in zip(SCORE_KEYS, scene)}
+    scores = {key: float(v) for key, v in zip(SCORE_KEYS[:8], scene, strict=True)}
     scores["P_S"] = 1.0 - scores["synonym_undershooting"]
     scores["P_DV_left"] = 1.0 - scores["secondary_overshooting"]
     scores["P_DV_right"] = 1.0 - scores["secondary_undershooting"]

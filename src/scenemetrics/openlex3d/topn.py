@@ -115,7 +115,7 @@ def topn_from_labels(
         )
         freq = np.full(n_cat, np.nan)
     return TopNResult(
-        frequencies={c: float(f) for c, f in zip(CATEGORIES, freq)},
+        frequencies={c: float(f) for c, f in zip(CATEGORIES, freq, strict=True)},
         object_ids=torch.from_numpy(object_ids.astype(np.int64)),
         object_frequencies=torch.from_numpy(object_freq.astype(np.float64)),
         point_categories=torch.from_numpy(point_cat),
