@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import numpy as np
@@ -89,3 +90,49 @@ def random_scene(seed: int, *, dense: bool, voxel: float | None) -> dict:
             "categories": {"dataset": {"samples": samples}},
         }
     raise RuntimeError("no tie-free scene found")
+
+
+def write_pcd(path, points, *, mode="binary", extra_rgb=True, dtype="f4"):
+    fields = "x y z rgb" if extra_rgb else "x y z"
+    size = dtype[1]
+    n_fields = 4 if extra_rgb else 3
+    header = (
+        "# .PCD v0.7 - Point Cloud Data file format\nVERSION 0.7\n"
+        f"FIELDS {fields}\nSIZE {' '.join([size] * 3 + (['4'] if extra_rgb else []))}\n"
+        f"TYPE {' '.join(['F'] * 3 + (['U'] if extra_rgb else []))}\nCOUNT {' '.join(['1'] * n_fields)}\n"
+        f"WIDTH {len(points)}\nHEIGHT 1\nVIEWPOINT 0 0 0 1 0 0 0\nPOINTS {len(points)}\nDATA {mode}\n"
+    )
+    with open(path, "wb") as f:
+        f.write(header.encode())
+        if mode == "ascii":
+            for p in points:
+                f.write((" ".join(repr(float(v)) for v in p) + (" 4278190335" if extra_rgb else "") + "\n").encode())
+        else:
+            rec = [("x", "<" + dtype), ("y", "<" + dtype), ("z", "<" + dtype)] + ([("rgb", "<u4")] if extra_rgb else [])
+            data = np.zeros(len(points), dtype=rec)
+            for i, c in enumerate("xyz"):
+                data[c] = points[:, i]
+            if extra_rgb:
+                data["rgb"] = 0xFF00FF00
+            f.write(data.tobytes())
+
+
+def write_ply(path, points, fmt):
+    header = (
+        f"ply\nformat {fmt} 1.0\ncomment test\nelement camera 1\nproperty float a\nproperty uchar b\n"
+        f"element vertex {len(points)}\nproperty double x\nproperty float nx\nproperty double y\n"
+        "property double z\nproperty uchar red\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n"
+    )
+    with open(path, "wb") as f:
+        f.write(header.encode())
+        if fmt == "ascii":
+            f.write(b"1.5 3\n")
+            for p in points:
+                f.write(f"{float(p[0])!r} 0.5 {float(p[1])!r} {float(p[2])!r} 200\n".encode())
+            f.write(b"3 0 1 2\n")
+        else:
+            e = "<" if fmt == "binary_little_endian" else ">"
+            f.write(struct.pack(e + "fB", 1.5, 3))
+            for p in points:
+                f.write(struct.pack(e + "dfddB", p[0], 0.5, p[1], p[2], 200))
+            f.write(struct.pack(e + "B3i", 3, 0, 1, 2))

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     config = {k: v for k, v in vars(args).items() if k not in ("func", "_parser")}
     if devices * args.num_nodes > 1:
         return _launch_distributed(config, devices)
-    return _evaluate(config, None)
+    return _evaluate(None, config)
 
 
 def _num_devices(value: str) -> int:
@@ -215,8 +215,8 @@ def _gather(per_scene: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _evaluate(*launch: Any) -> int:
-    fabric, config = (None, launch[0]) if len(launch) == 1 else launch[:2]
+def _evaluate(fabric: Any, config: dict[str, Any]) -> int:
+    """Evaluate every scene (``fabric`` is ``None``) or this rank's share (called by ``Fabric.launch``)."""
     if config["task"] == "segmentation":
         return _evaluate_segmentation(config, fabric)
     return _evaluate_retrieval(config, fabric)

@@ -228,12 +228,15 @@ def read_point_cloud(path: str | os.PathLike) -> np.ndarray:
     """
     p = Path(path)
     suffix = p.suffix.lower()
+    if suffix not in (".pcd", ".ply"):
+        raise ValueError(f"{p}: unknown point cloud extension {suffix!r} (expected .pcd or .ply)")
     with open(p, "rb") as f:
-        if suffix == ".pcd":
-            return _read_pcd(f, p)
-        if suffix == ".ply":
-            return _read_ply(f, p)
-    raise ValueError(f"{p}: unknown point cloud extension {suffix!r} (expected .pcd or .ply)")
+        try:
+            return _read_pcd(f, p) if suffix == ".pcd" else _read_ply(f, p)
+        except (ValueError, IndexError, KeyError) as err:
+            if str(p) in str(err):
+                raise
+            raise ValueError(f"{p}: malformed {suffix[1:].upper()} file ({type(err).__name__}: {err})") from err
 
 
 def _prediction_cloud(folder: Path) -> Path:

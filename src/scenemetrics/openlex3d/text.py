@@ -204,9 +204,9 @@ def _resolve_clip_weights(open_clip: Any, model_name: str, pretrained: str, weig
             if c.is_file():
                 return str(c)
         raise hub.WeightsNotFoundError(
-            f"Could not find the OpenCLIP weights for {model_name}/{pretrained}: "
-            f"{'none of ' + ', '.join(_CLIP_FILES) + ' in the folder given' if p.is_dir() else 'no such file'} "
-            f"as weights_path. Searched: {', '.join(map(str, candidates))}.",
+            f"Could not find the OpenCLIP weights for {model_name}/{pretrained}: weights_path "
+            f"{'is a folder without ' if p.is_dir() else 'does not exist; expected a checkpoint file such as '}"
+            f"{' or '.join(_CLIP_FILES)}. Searched: {', '.join(map(str, candidates))}.",
             filename=_CLIP_FILES[0],
             searched=candidates,
         )
