@@ -194,7 +194,9 @@ def test_retrieval(tree):
     assert data["config"] == {"level": "all", "top_k": 3, "alignment_threshold": 0.001}
     # a query text without embedding is an error naming it
     np.savez(tree / "queries.npz", texts=np.array(texts[1:]), features=feats[1:])
-    assert main(argv) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert main(argv) == 1
 
 
 def test_errors(tree, capsys, monkeypatch):
@@ -213,3 +215,19 @@ def test_errors(tree, capsys, monkeypatch):
     assert 'pip install "scenemetrics[lightning]"' in capsys.readouterr().err
     assert main(["openlex3d", "eval"]) == 2
     assert main(["openlex3d", "eval", "segmentation"]) == 2  # argparse: required arguments missing
+
+
+@pytest.mark.slow
+def test_segmentation_two_fabric_ranks_equal_one_process(tree):
+    argv = ["openlex3d", "eval", "segmentation", "--gt-root", str(tree / "gt"), "--pred-root", str(tree / "pred"),
+            "--prompts", str(tree / "prompt_list.txt"), "--text-features", str(tree / "prompts.npy"),
+            "--top-n", "1", "3", "--set-ranking", "--quiet", "--device", "cpu"]  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert main([*argv, "--out", str(tree / "one.json")]) == 0
+        assert main([*argv, "--out", str(tree / "two.json"), "--devices", "2"]) == 0
+    one, two = (json.loads((tree / name).read_text()) for name in ("one.json", "two.json"))
+    assert one["per_scene"] == two["per_scene"]
+    assert one["mean"]["top_1"] == pytest.approx(two["mean"]["top_1"], abs=1e-12)
+    assert one["mean"]["top_3"] == pytest.approx(two["mean"]["top_3"], abs=1e-12)
+    assert one["mean"]["set_ranking"] == pytest.approx(two["mean"]["set_ranking"], abs=1e-12, nan_ok=True)
