@@ -329,3 +329,47 @@ def test_against_slow_reference(seed, dense, voxel):
         assert got.object_ids.tolist() == sorted(per_obj)
         np.testing.assert_allclose(got.object_scores.numpy(), np.array([per_obj[o] for o in sorted(per_obj)]),
                                    atol=1e-12)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------- label pass
+
+
+def _stable_rank(logits_row, j):
+    return sum(v > logits_row[j] for v in logits_row) + sum(logits_row[m] == logits_row[j] for m in range(j))
+
+
+@pytest.mark.parametrize("use_numpy", [True, False])
+def test_label_pass_ties_chunks_and_both_code_paths(monkeypatch, use_numpy):
+    text_module = importlib.import_module("scenemetrics.openlex3d.text")
+    monkeypatch.setattr(text_module, "_CHUNK_BYTES", 8 * 4 * 3)  # 3 rows of 8 float32 logits per chunk
+    rng = np.random.default_rng(0)
+    text = torch.tensor(rng.normal(size=(8, 3)), dtype=torch.float32)
+    text[5] = text[2]  # duplicate prompt embeddings: exact ties between prompts 2 and 5
+    feats = torch.tensor(rng.normal(size=(9, 3)), dtype=torch.float32)
+    feats[4] = 0.0  # all logits equal
+    feats[7] = feats[1] * 2  # same direction as row 1
+    rows = np.array([0, 1, 2, 4, 5, 7, 8])
+    pair_pos = np.array([0, 1, 1, 2, 3, 3, 4, 5, 6, 6])
+    pair_labels = rng.integers(0, 8, size=(10, 4))
+    pair_labels[1] = [2, 5, 0, 1]
+    top, ranks = text_module.label_pass(feats, text, rows, top_n=3, pair_pos=pair_pos, pair_labels=pair_labels,
+                                        use_numpy=use_numpy)  # fmt: skip
+    logits = text_module.cosine_logits(feats, text).numpy()
+    for i, r in enumerate(rows):
+        order = sorted(range(8), key=lambda m, r=r: (-logits[r, m], m))
+        assert top[i].tolist() == order[:3]
+    for p, (pos, labels) in enumerate(zip(pair_pos, pair_labels, strict=True)):
+        row = logits[rows[pos]].tolist()
+        assert ranks[p].tolist() == [_stable_rank(row, j) for j in labels]
+    assert top[3].tolist() == [0, 1, 2]  # the zero feature: prompt order
+
+
+def test_chunking_does_not_change_results(monkeypatch):
+    scene = random_scene(4, dense=True, voxel=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        base = call(evaluate_segmentation, scene, top_n=(2,), voxel_size=None)
+        monkeypatch.setattr(importlib.import_module("scenemetrics.openlex3d.text"), "_CHUNK_BYTES", 12 * 4 * 5)
+        chunked = call(evaluate_segmentation, scene, top_n=(2,), voxel_size=None)
+    assert torch.equal(base.topn[2].point_labels, chunked.topn[2].point_labels)
+    assert base.set_ranking.scores == pytest.approx(chunked.set_ranking.scores, abs=1e-12, nan_ok=True)

@@ -5,10 +5,10 @@ Everything runs on the CPU in float64 with numpy and scipy's ``cKDTree`` (no Ope
 Example:
     >>> import numpy as np
     >>> from scenemetrics.openlex3d import downsample_predictions
-    >>> points = np.array([[0.01, 0.01, 0.0], [0.03, 0.02, 0.0], [0.07, 0.01, 0.0]])
+    >>> points = np.array([[0.01, 0.01, 0.0], [0.03, 0.02, 0.0], [0.02, 0.01, 0.0], [0.07, 0.01, 0.0]])
     >>> centroids, rows = downsample_predictions(points, voxel_size=0.05)
-    >>> centroids.tolist(), rows.tolist()
-    ([[0.02, 0.015, 0.0], [0.07, 0.01, 0.0]], [0, 2])
+    >>> centroids.round(decimals=4).tolist(), rows.tolist()
+    ([[0.02, 0.0133, 0.0], [0.07, 0.01, 0.0]], [2, 3])
 """
 
 from __future__ import annotations
@@ -107,9 +107,9 @@ def downsample_predictions(
 
     Example:
         >>> import torch
-        >>> pts = torch.tensor([[0.0, 0.0, 0.0], [0.02, 0.0, 0.0], [0.2, 0.0, 0.0]])
-        >>> downsample_predictions(pts, torch.tensor([5, 6, 7]))[1].tolist()
-        [5, 7]
+        >>> pts = torch.tensor([[0.0, 0.0, 0.0], [0.03, 0.0, 0.0], [0.02, 0.0, 0.0], [0.2, 0.0, 0.0]])
+        >>> downsample_predictions(pts, torch.tensor([5, 6, 7, 8]))[1].tolist()
+        [7, 8]
     """
     points = check_points(pred_points, "pred_points")
     index = (

@@ -65,7 +65,9 @@ def stable_topk(logits: Tensor, n: int) -> Tensor:
     return out
 
 
-def _logit_chunks(features: Tensor, text: Tensor, rows: np.ndarray) -> Iterator[tuple[int, int, Tensor]]:
+def _logit_chunks(
+    features: Tensor, text: Tensor, rows: np.ndarray, use_numpy: bool
+) -> Iterator[tuple[int, int, Tensor]]:
     """Yield ``(a, b, logits)``: the cosine logits ``(b - a, M)`` of ``rows[a:b]``, about 64 MiB per chunk.
 
     On the CPU the chunks share one buffer (valid until the next chunk is requested).
@@ -75,7 +77,7 @@ def _logit_chunks(features: Tensor, text: Tensor, rows: np.ndarray) -> Iterator[
     m = text.shape[0]
     chunk = max(1, _CHUNK_BYTES // (m * torch.finfo(dtype).bits // 8))
     unit_text = _unit_rows(text.to(device, dtype))
-    if device.type == "cpu":
+    if use_numpy:
         # numpy's BLAS call into a reused buffer is about twice as fast here as torch.matmul, which allocates (and
         # page-faults) a new output per chunk
         text_t = unit_text.numpy().T
@@ -93,7 +95,7 @@ def _logit_chunks(features: Tensor, text: Tensor, rows: np.ndarray) -> Iterator[
 
 
 def _sorted_rows(logits: Tensor, buffer: np.ndarray | None) -> Tensor:
-    if logits.device.type == "cpu" and buffer is not None:
+    if buffer is not None:
         # numpy's SIMD row sort is several times faster than torch.sort on the CPU for this shape
         out = buffer[: logits.shape[0]]
         out[...] = logits.numpy()
@@ -122,7 +124,7 @@ def _ranks(logits: Tensor, local: Tensor, labels: Tensor, sort_buffer: np.ndarra
     rank = m - right
     # equal logits: the lower prompt index ranks first. Only rows holding a repeated value can need that
     # correction, and only entries whose value occurs more than once in the row
-    if sorted_rows.device.type == "cpu":
+    if sort_buffer is not None:
         srt = sorted_rows.numpy()
         dup_row = torch.from_numpy((srt[:, 1:] == srt[:, :-1]).any(axis=1))  # ~4x faster than torch on the CPU
     else:
@@ -150,6 +152,7 @@ def label_pass(
     top_n: int = 0,
     pair_pos: np.ndarray | None = None,
     pair_labels: np.ndarray | None = None,
+    use_numpy: bool | None = None,
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
     """One chunked pass over the logits of the feature ``rows``: top-N prompt indices and label ranks.
 
@@ -162,6 +165,8 @@ def label_pass(
         top_n: ``N > 0`` returns the ``(R, N)`` top-N prompt indices (stable descending order), 0 skips it.
         pair_pos: ``(Q,)`` non-decreasing positions into ``rows``; each pair asks for the ranks of its labels.
         pair_labels: ``(Q, L)`` prompt indices whose ranks are wanted in row ``rows[pair_pos[q]]``.
+        use_numpy: numpy matmul/sort into reused buffers (faster on the CPU); default: when the features are on the
+            CPU. ``False`` runs the torch code path used on accelerators.
 
     Returns:
         ``(top (R, N) int64 or None, ranks (Q, L) int64 or None)`` numpy arrays; rank 0 = largest logit, equal
@@ -174,14 +179,16 @@ def label_pass(
         ranks = np.zeros(pair_labels.shape, dtype=np.int64)
         if pair_labels.shape[1] == 0:
             pair_pos = pair_labels = None
+    if use_numpy is None:
+        use_numpy = device.type == "cpu"
     sort_buffer = None
-    for a, b, logits in _logit_chunks(features, text, rows):
+    for a, b, logits in _logit_chunks(features, text, rows, use_numpy):
         if top is not None:
             top[a:b] = stable_topk(logits, top_n).cpu().numpy()
         if pair_pos is not None and pair_labels is not None and ranks is not None:
             p0, p1 = np.searchsorted(pair_pos, [a, b])
             if p1 > p0:
-                if sort_buffer is None and device.type == "cpu":
+                if sort_buffer is None and use_numpy:
                     sort_buffer = np.empty((b - a, logits.shape[1]), dtype=logits.numpy().dtype)
                 local = torch.from_numpy(pair_pos[p0:p1] - a).to(device)
                 labels = torch.from_numpy(pair_labels[p0:p1]).to(device)
