@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -60,7 +61,22 @@ def _f64(value: float) -> Tensor:
     return torch.tensor(value, dtype=torch.float64)
 
 
-class OpenLex3DTopN(Metric):
+class _ResultMetric(Metric):
+    """A metric whose scenes may also be given as precomputed functional results."""
+
+    @abstractmethod
+    def _update_from_result(self, result: Any) -> None:
+        """Add one scene's result to the states."""
+
+    def update_from_result(self, result: Any) -> None:
+        """Accumulate a scene already evaluated with the functional API (e.g. one ``evaluate_segmentation`` call
+        shared by several metrics, as the CLI does); equivalent to ``update`` on that scene's inputs."""
+        # torchmetrics' own update wrapper (update count, cache reset), applied per call: a wrapper stored on the
+        # instance would survive ``clone()`` still bound to the original metric
+        self._wrap_update(self._update_from_result)(result)
+
+
+class OpenLex3DTopN(_ResultMetric):
     """Top-N category frequency over scenes: the mean over scenes of :func:`~scenemetrics.openlex3d.topn_frequency`.
 
     Args:
@@ -102,8 +118,6 @@ class OpenLex3DTopN(Metric):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        # torchmetrics wraps `update` (update count, cache reset); the result-taking variant gets the same wrapper
-        self.update_from_result = self._wrap_update(self._update_from_result)
         self.text_features, self.prompts = _text(text_features, prompts)
         self.top_n = check_int_at_least(top_n, "top_n", 1, len(self.prompts))
         _check_voxel_size(voxel_size)
@@ -136,8 +150,6 @@ class OpenLex3DTopN(Metric):
         self._update_from_result(result)
 
     def _update_from_result(self, result: TopNResult) -> None:
-        """Accumulate a scene already evaluated with the functional API (e.g. one ``evaluate_segmentation`` call
-        shared by several metrics, as the CLI does)."""
         if result.top_n != self.top_n:
             raise ValueError(f"`result` is a Top-{result.top_n} result; this metric accumulates Top-{self.top_n}")
         self.last_result = result
@@ -161,7 +173,7 @@ class OpenLex3DTopN(Metric):
         return out
 
 
-class OpenLex3DSetRanking(Metric):
+class OpenLex3DSetRanking(_ResultMetric):
     """Set ranking over scenes: per key, the mean over scenes where the key is finite.
 
     Args:
@@ -200,8 +212,6 @@ class OpenLex3DSetRanking(Metric):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        # torchmetrics wraps `update` (update count, cache reset); the result-taking variant gets the same wrapper
-        self.update_from_result = self._wrap_update(self._update_from_result)
         self.text_features, self.prompts = _text(text_features, prompts)
         _check_voxel_size(voxel_size)
         self.voxel_size = voxel_size
@@ -230,8 +240,6 @@ class OpenLex3DSetRanking(Metric):
         self._update_from_result(result)  # type: ignore[arg-type]
 
     def _update_from_result(self, result: SetRankingResult) -> None:
-        """Accumulate a scene already evaluated with the functional API (e.g. one ``evaluate_segmentation`` call
-        shared by several metrics, as the CLI does)."""
         self.last_result = result
         values = torch.tensor([result.scores[k] for k in SCORE_KEYS], dtype=torch.float64)
         finite = torch.isfinite(values)
@@ -247,7 +255,7 @@ class OpenLex3DSetRanking(Metric):
         return {k: mean[i] for i, k in enumerate(SCORE_KEYS)}
 
 
-class OpenLex3DRetrieval(Metric):
+class OpenLex3DRetrieval(_ResultMetric):
     """Retrieval AP over scenes: pooled curve (the paper's numbers) and the mean of per-scene APs.
 
     Args:
@@ -286,8 +294,6 @@ class OpenLex3DRetrieval(Metric):
 
     def __init__(self, *, top_k: int = 10, alignment_threshold: float = 0.001, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        # torchmetrics wraps `update` (update count, cache reset); the result-taking variant gets the same wrapper
-        self.update_from_result = self._wrap_update(self._update_from_result)
         self.top_k = check_int_at_least(top_k, "top_k", 1)
         self.alignment_threshold = check_positive(alignment_threshold, "alignment_threshold")
         self.last_result: RetrievalResult | None = None
@@ -323,7 +329,6 @@ class OpenLex3DRetrieval(Metric):
         self._update_from_result(result)
 
     def _update_from_result(self, result: RetrievalResult) -> None:
-        """Accumulate a scene already evaluated with :func:`~scenemetrics.openlex3d.retrieval_ap`."""
         self.last_result = result
         device = self.hard_fn.device
         self.scores.append(torch.cat(result.match_scores).to(device))  # type: ignore[attr-defined]
