@@ -287,7 +287,7 @@ def _evaluate_segmentation(config: dict[str, Any], fabric: Any) -> int:
     mean: dict[str, Any] = {}
     for n, metric in topn_metrics.items():
         values = metric.compute()
-        mean[f"top_{n}"] = {k: (int(v) if k == "n_scenes" else _json_value(v)) for k, v in values.items()}
+        mean[f"top_{n}"] = {k: _json_value(v) for k, v in values.items() if k != "n_scenes"}
     if config["set_ranking"]:
         mean["set_ranking"] = {k: _json_value(v) for k, v in ranking.compute().items()}
     per_scene = _gather(per_scene)
