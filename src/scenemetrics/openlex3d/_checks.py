@@ -158,14 +158,18 @@ def check_voxel_size(voxel_size: Any) -> float | None:
 
 
 def check_positive(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (math.isfinite(value) and value > 0):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not (math.isfinite(value) and float(value) > 0)
+    ):
         raise ValueError(f"`{name}` must be a finite number > 0; received {value!r}")
     return float(value)
 
 
 def check_int_at_least(value: Any, name: str, low: int, high: int | None = None) -> int:
     ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    if ok and (value < low or (high is not None and value > high)):
+    if ok and (int(value) < low or (high is not None and int(value) > high)):
         ok = False
     if not ok:
         where = f"in [{low}, {high}]" if high is not None else f">= {low}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +114,7 @@ def _launch_distributed(config: dict[str, Any], devices: int) -> int:
     accelerator = "cpu" if resolve_device(config["device"]).type == "cpu" else "gpu"
     strategy = "ddp_spawn" if config["strategy"] == "auto" else config["strategy"]
     fabric = Fabric(accelerator=accelerator, devices=devices, num_nodes=config["num_nodes"], strategy=strategy)
-    code = fabric.launch(_evaluate, config)
+    code = fabric.launch(partial(_evaluate, config=config))
     return int(code or 0)
 
 

@@ -27,7 +27,7 @@ __all__ = ["downsample_predictions", "nearest_prediction"]
 _MAX_PACKED = 2**62
 
 
-def _voxel_groups(points: np.ndarray, voxel_size: float) -> tuple[np.ndarray, np.ndarray]:
+def _voxel_groups(points: np.ndarray, voxel_size: float) -> tuple[np.ndarray, int]:
     """Voxel of every point: (inverse index into the voxels sorted lexicographically by key, number of voxels)."""
     scaled = points / voxel_size
     if np.abs(scaled).max() >= 2.0**52:

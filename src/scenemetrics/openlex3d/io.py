@@ -119,8 +119,8 @@ def _read_pcd(f: BinaryIO, path: Path) -> np.ndarray:
     header: dict[str, list[str]] = {}
     for line in _read_header(f, ("DATA",), path):
         if line and not line.startswith("#"):
-            key, *values = line.split()
-            header[key.upper()] = values
+            key, *entries = line.split()
+            header[key.upper()] = entries
     names = header.get("FIELDS", [])
     sizes = [int(s) for s in header.get("SIZE", [])]
     types = header.get("TYPE", [])
@@ -144,9 +144,9 @@ def _read_pcd(f: BinaryIO, path: Path) -> np.ndarray:
             "write_point_cloud(..., compressed=False)) or ascii"
         )
     if mode == "ascii":
-        text = f.read().decode("ascii", errors="replace").split()
+        tokens = f.read().decode("ascii", errors="replace").split()
         width = sum(counts)
-        values = np.array(text[: n * width], dtype=np.float64)
+        values = np.array(tokens[: n * width], dtype=np.float64)
         if values.size != n * width:
             raise ValueError(f"{path}: expected {n} points of {width} values, found {values.size} values")
         values = values.reshape(n, width)

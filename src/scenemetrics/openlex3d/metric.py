@@ -280,6 +280,9 @@ class OpenLex3DRetrieval(_ResultMetric):
     plot_lower_bound = 0.0
     plot_upper_bound = 1.0
 
+    scores: list[Tensor]
+    true: list[Tensor]
+    thr_index: list[Tensor]
     hard_fn: Tensor
     n_gt: Tensor
     n_pred: Tensor
@@ -331,10 +334,10 @@ class OpenLex3DRetrieval(_ResultMetric):
     def _update_from_result(self, result: RetrievalResult) -> None:
         self.last_result = result
         device = self.hard_fn.device
-        self.scores.append(torch.cat(result.match_scores).to(device))  # type: ignore[attr-defined]
-        self.true.append(torch.cat(result.match_true).to(device, torch.uint8))  # type: ignore[attr-defined]
+        self.scores.append(torch.cat(result.match_scores).to(device))
+        self.true.append(torch.cat(result.match_true).to(device, torch.uint8))
         sizes = torch.tensor([len(s) for s in result.match_scores])
-        self.thr_index.append(torch.repeat_interleave(torch.arange(len(THRESHOLDS)), sizes).to(device))  # type: ignore[attr-defined]
+        self.thr_index.append(torch.repeat_interleave(torch.arange(len(THRESHOLDS)), sizes).to(device))
         self.hard_fn += result.hard_false_negatives.to(device)
         self.n_gt += result.n_gt_instances
         self.n_pred += result.n_pred_instances

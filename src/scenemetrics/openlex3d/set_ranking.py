@@ -112,7 +112,9 @@ def build_pairs(scene: PreparedScene) -> RankingPairs:
 
     ids = scene.gt_ids
     uniq, inverse = np.unique(ids, return_inverse=True)
-    obj_ids, syn_sets, sec_sets = [], [], []
+    obj_ids: list[int] = []
+    syn_sets: list[list[int]] = []
+    sec_sets: list[list[int]] = []
     obj_of_uniq = np.full(len(uniq), -1, dtype=np.int64)
     for u, oid in enumerate(uniq.tolist()):
         if oid not in cats:
@@ -221,11 +223,8 @@ def set_ranking_from_ranks(
     cols[:, 2] = _ratio(sec_sum, n_points * pairs.n_sec)
 
     # inlier rates and violators: all pairs weighted by their points (corrected) or the last point only (toolkit)
-    if compat == "toolkit":
-        obj, w_v = pairs.pair_obj[pairs.last_pair], np.ones(n_obj)
-        sel = pairs.last_pair
-    else:
-        obj, w_v, sel = pairs.pair_obj, w, slice(None)
+    sel = pairs.last_pair if compat == "toolkit" else np.arange(len(pairs.pair_obj))
+    obj, w_v = pairs.pair_obj[sel], (np.ones(n_obj) if compat == "toolkit" else w)
     syn_v, sec_v, score_v, left_v, right_v = syn[sel], sec[sel], score[sel], left[sel], right[sel]
 
     def agg(values: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
