@@ -104,24 +104,32 @@ def _sorted_rows(logits: Tensor, buffer: np.ndarray | None) -> Tensor:
     return torch.sort(logits, dim=1).values
 
 
+def _search(sorted_rows: Tensor, local: Tensor, values: Tensor, layer: Tensor, right: bool) -> Tensor:
+    """``searchsorted`` of ``values[p]`` in ``sorted_rows[local[p]]`` without copying rows.
+
+    Pairs are grouped by row; ``layer[p]`` is the pair's position in its group. Each layer holds at most one pair per
+    row, so it is searched against the chunk's sorted rows in place (rows without a pair search dummies).
+    """
+    out = torch.empty_like(values, dtype=torch.int64)
+    full = torch.zeros((sorted_rows.shape[0], values.shape[1]), dtype=values.dtype, device=values.device)
+    for k in range(int(layer.max()) + 1 if layer.numel() else 0):
+        sel = layer == k
+        full[local[sel]] = values[sel]
+        out[sel] = torch.searchsorted(sorted_rows, full, right=right)[local[sel]]
+    return out
+
+
 def _ranks(logits: Tensor, local: Tensor, labels: Tensor, sort_buffer: np.ndarray | None) -> Tensor:
     """Stable descending rank of ``labels[p, l]`` in row ``local[p]`` (non-decreasing) of ``logits`` (0 = best)."""
     c, m = logits.shape
     sorted_rows = _sorted_rows(logits, sort_buffer)
     values = torch.take(logits, local[:, None] * m + labels)
-    # pairs are grouped by row; the first pair of every row is searched against the chunk's sorted rows in place,
-    # the (rare) further pairs of the same row against a gathered copy
     n = local.numel()
     start = torch.ones(n, dtype=torch.bool, device=logits.device)
     start[1:] = local[1:] != local[:-1]
-    right = torch.empty_like(labels)
-    full = torch.zeros((c, labels.shape[1]), dtype=values.dtype, device=logits.device)
-    full[local[start]] = values[start]
-    right[start] = torch.searchsorted(sorted_rows, full, right=True)[local[start]]
-    rest = ~start
-    if bool(rest.any()):
-        right[rest] = torch.searchsorted(sorted_rows[local[rest]], values[rest], right=True)
-    rank = m - right
+    positions = torch.arange(n, device=logits.device)
+    layer = positions - torch.cummax(torch.where(start, positions, 0), dim=0).values
+    rank = m - _search(sorted_rows, local, values, layer, right=True)
     # equal logits: the lower prompt index ranks first. Only rows holding a repeated value can need that
     # correction, and only entries whose value occurs more than once in the row
     if sort_buffer is not None:
@@ -129,18 +137,18 @@ def _ranks(logits: Tensor, local: Tensor, labels: Tensor, sort_buffer: np.ndarra
         dup_row = torch.from_numpy((srt[:, 1:] == srt[:, :-1]).any(axis=1))  # ~4x faster than torch on the CPU
     else:
         dup_row = (sorted_rows[:, 1:] == sorted_rows[:, :-1]).any(dim=1)
-    cand = torch.nonzero(dup_row[local]).flatten() if bool(dup_row.any()) else local[:0]
-    if cand.numel():
-        left = torch.searchsorted(sorted_rows[local[cand]], values[cand], right=False)
-        tie_c, tie_l = torch.nonzero(right[cand] - left > 1, as_tuple=True)
-        tie_p = cand[tie_c]
-        positions = torch.arange(m, device=logits.device)
-        step = max(1, c)
-        for a in range(0, tie_p.numel(), step):
-            tp, tl = tie_p[a : a + step], tie_l[a : a + step]
+    cand = dup_row[local]
+    if bool(cand.any()):
+        left = _search(sorted_rows, local[cand], values[cand], layer[cand], right=False)
+        count = (m - rank[cand]) - left  # occurrences of the label's logit in its row
+        tie_c, tie_l = torch.nonzero(count > 1, as_tuple=True)
+        tie_p = torch.nonzero(cand).flatten()[tie_c]
+        prompt = torch.arange(m, device=logits.device)
+        for a in range(0, tie_p.numel(), max(1, c)):
+            tp, tl = tie_p[a : a + c], tie_l[a : a + c]
             j, v = labels[tp, tl], values[tp, tl]
             row = logits[local[tp]]
-            rank[tp, tl] += ((row == v[:, None]) & (positions[None, :] < j[:, None])).sum(dim=1)
+            rank[tp, tl] += ((row == v[:, None]) & (prompt[None, :] < j[:, None])).sum(dim=1)
     return rank
 
 
