@@ -53,7 +53,7 @@ def build_scene(seed: int = 0, scale: float = 1.0, dim: int = 64, n_prompts: int
     lows, highs = centers - sizes / 2, centers + sizes / 2
     box_area = 2 * (sizes[:, 0] * sizes[:, 1] + sizes[:, 1] * sizes[:, 2] + sizes[:, 0] * sizes[:, 2])
     floor_area, wall_area = 8.0 * 6.0, 8.0 * 2.5
-    areas = np.concatenate([box_area, [floor_area * 0.25, wall_area * 0.25]])  # sparser floor/wall sampling
+    areas = np.concatenate([box_area, [floor_area, wall_area]])
 
     def sample(n_total: int) -> tuple[np.ndarray, np.ndarray]:
         counts = rng.multinomial(n_total, areas / areas.sum())
