@@ -224,6 +224,8 @@ def _evaluate(fabric: Any, config: dict[str, Any]) -> int:
 
 
 def _evaluate_segmentation(config: dict[str, Any], fabric: Any) -> int:
+    import torch
+
     from scenemetrics.cli import progress, resolve_device
 
     from .categories import load_categories
@@ -237,8 +239,6 @@ def _evaluate_segmentation(config: dict[str, Any], fabric: Any) -> int:
     rank0 = fabric is None or fabric.global_rank == 0
     mine = scenes if fabric is None else scenes[fabric.global_rank :: fabric.world_size]
     prompts = load_prompt_list(_require(Path(config["prompts"])))
-    import torch
-
     text = torch.as_tensor(_prompt_features(config, prompts, device))
     voxel = None if config["no_downsample"] else config["voxel_size"]
     top_ns = list(dict.fromkeys(config["top_n"]))
