@@ -73,8 +73,8 @@ def check_features(x: Any, name: str) -> Tensor:
         raise ValueError(f"`{name}` must be 2-D (rows, D); received {_describe(t)}")
     if t.dtype in (torch.float16, torch.bfloat16):
         t = t.float()
-    # fast path: a finite sum proves every entry finite (an overflowing sum falls through to the exact check)
-    if t.numel() and not bool(torch.isfinite(t.sum(dtype=torch.float64))):
+    # fast path: a finite sum proves every entry finite (an overflowing sum only falls through to the exact check)
+    if t.numel() and not bool(torch.isfinite(t.sum())):
         finite = torch.isfinite(t).all(dim=1)
         bad = torch.nonzero(~finite).flatten()
         if bad.numel():

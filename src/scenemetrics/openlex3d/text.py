@@ -105,17 +105,20 @@ def _sorted_rows(logits: Tensor, buffer: np.ndarray | None) -> Tensor:
 
 
 def _search(sorted_rows: Tensor, local: Tensor, values: Tensor, layer: Tensor, right: bool) -> Tensor:
-    """``searchsorted`` of ``values[p]`` in ``sorted_rows[local[p]]`` without copying rows.
+    """``searchsorted`` of ``values[p]`` in ``sorted_rows[local[p]]``.
 
-    Pairs are grouped by row; ``layer[p]`` is the pair's position in its group. Each layer holds at most one pair per
-    row, so it is searched against the chunk's sorted rows in place (rows without a pair search dummies).
+    Pairs are grouped by row and ``layer[p]`` is the pair's position in its group. Layer 0 holds at most one pair per
+    row and is searched against the chunk's sorted rows in place (rows without a pair search dummies); the further
+    layers (rows matched by GT points of several objects) are smaller and search copies of their rows.
     """
-    out = torch.empty_like(values, dtype=torch.int64)
+    first = layer == 0
     full = torch.zeros((sorted_rows.shape[0], values.shape[1]), dtype=values.dtype, device=values.device)
-    for k in range(int(layer.max()) + 1 if layer.numel() else 0):
-        sel = layer == k
-        full[local[sel]] = values[sel]
-        out[sel] = torch.searchsorted(sorted_rows, full, right=right)[local[sel]]
+    full[local[first]] = values[first]
+    out = torch.empty_like(values, dtype=torch.int64)
+    out[first] = torch.searchsorted(sorted_rows, full, right=right)[local[first]]
+    rest = ~first
+    if bool(rest.any()):
+        out[rest] = torch.searchsorted(sorted_rows[local[rest]], values[rest], right=right)
     return out
 
 
