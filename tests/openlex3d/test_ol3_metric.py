@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
 import socket
 import warnings
@@ -164,7 +165,13 @@ def test_ddp_two_processes_equal_single_process(seg_example, ret_example, tmp_pa
     # plain containers only: the categories go as their dict so that the spawned processes rebuild them
     seg = [dict(s, categories=s["categories"].to_dict()) for s in seg]
     text, prompts = seg_example["text_features"], seg_example["prompts"]
-    mp.spawn(_ddp_worker, args=(2, _free_port(), seg, ret, text, prompts, str(tmp_path)), nprocs=2, join=True)
+    # forkserver: the heavy imports happen once, in a fresh server process (no OpenMP state inherited from pytest),
+    # and both ranks fork from it
+    multiprocessing.get_context("forkserver").set_forkserver_preload(
+        ["torch", "torchmetrics", "scenemetrics.openlex3d.metric"]
+    )
+    args = (2, _free_port(), seg, ret, text, prompts, str(tmp_path))
+    mp.start_processes(_ddp_worker, args=args, nprocs=2, join=True, start_method="forkserver")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         topn = sm.OpenLex3DTopN(text, prompts, top_n=2, voxel_size=None)
