@@ -28,7 +28,7 @@ def test_scaled_down_reference_scene():
     seg_cpu = time.process_time() - start
     assert sum(res.topn[5].frequencies.values()) == pytest.approx(1.0)
     assert 0 < res.set_ranking.scores["overall"] < 1
-    # the toolkit needs ~13 CPU s at this size (131 s at full size); allow slow, shared CI machines
+    # the full-size target is about 2.6 CPU s (the toolkit: 131 s); a loose bound for slow, shared CI machines
     assert seg_cpu < 20, seg_cpu
 
     start = time.process_time()
