@@ -352,8 +352,10 @@ def test_label_pass_ties_chunks_and_both_code_paths(monkeypatch, use_numpy):
     pair_pos = np.array([0, 1, 1, 2, 3, 3, 4, 5, 6, 6])
     pair_labels = rng.integers(0, 8, size=(10, 4))
     pair_labels[1] = [2, 5, 0, 1]
+    threads = torch.get_num_threads()
     top, ranks = text_module.label_pass(feats, text, rows, top_n=3, pair_pos=pair_pos, pair_labels=pair_labels,
                                         use_numpy=use_numpy)  # fmt: skip
+    assert torch.get_num_threads() == threads  # the CPU pass restores torch's thread count
     logits = text_module.cosine_logits(feats, text).numpy()
     for i, r in enumerate(rows):
         order = sorted(range(8), key=lambda m, r=r: (-logits[r, m], m))
