@@ -43,7 +43,7 @@ from ._checks import (
     check_text_features,
 )
 from .categories import EXCLUDED_LABELS, as_categories, normalize_label
-from .text import _CHUNK_BYTES, _unit_rows, compute_dtype, stable_topk
+from .text import _CHUNK_BYTES, _unit_rows, compute_dtype, single_torch_thread, stable_topk
 
 __all__ = [
     "THRESHOLDS",
@@ -320,6 +320,32 @@ def retrieval_ap(
         ValueError: bad shapes, non-finite values, index out of range, ``top_k < 1``, ``alignment_threshold <= 0``.
         TypeError: non-integer index/ids or malformed queries.
     """
+    on_cpu = not isinstance(pred_features, Tensor) or pred_features.device.type == "cpu"
+    with single_torch_thread(on_cpu):
+        return _retrieval_ap(
+            pred_points,
+            pred_features,
+            pred_index,
+            query_features,
+            queries,
+            gt_points,
+            gt_ids,
+            top_k,
+            alignment_threshold,
+        )
+
+
+def _retrieval_ap(
+    pred_points: Any,
+    pred_features: Any,
+    pred_index: Any,
+    query_features: Any,
+    queries: Sequence[RetrievalQuery],
+    gt_points: Any,
+    gt_ids: Any,
+    top_k: int,
+    alignment_threshold: float,
+) -> RetrievalResult:
     k_top = check_int_at_least(top_k, "top_k", 1)
     threshold = check_positive(alignment_threshold, "alignment_threshold")
     query_list = _check_queries(queries)

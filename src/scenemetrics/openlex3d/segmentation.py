@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from torch import Tensor
 
 from ._checks import check_compat, check_positive, check_prompts
-from ._scene import prepare_scene
+from ._scene import PreparedScene, prepare_scene
 from .categories import EXCLUDED_LABELS
 from .set_ranking import SetRankingResult, build_pairs, set_ranking_from_ranks
-from .text import label_pass
+from .text import label_pass, single_torch_thread
 from .topn import TopNResult, check_excluded_labels, check_top_n, gt_top_labels, topn_from_labels
 
 __all__ = ["SegmentationResult", "evaluate_segmentation"]
@@ -97,10 +98,29 @@ def evaluate_segmentation(
     threshold = check_positive(missing_threshold, "missing_threshold")
     excluded = check_excluded_labels(excluded_labels)
     compat = check_compat(compat)
-    scene = prepare_scene(
-        pred_points, pred_features, pred_index, text_features, prompt_list, gt_points, gt_ids, categories, voxel_size
-    )
+    with single_torch_thread(not isinstance(pred_features, Tensor) or pred_features.device.type == "cpu"):
+        scene = prepare_scene(
+            pred_points,
+            pred_features,
+            pred_index,
+            text_features,
+            prompt_list,
+            gt_points,
+            gt_ids,
+            categories,
+            voxel_size,
+        )
+        return _evaluate(scene, top_ns, set_ranking, threshold, excluded, compat)
 
+
+def _evaluate(
+    scene: PreparedScene,
+    top_ns: list[int],
+    set_ranking: bool,
+    threshold: float,
+    excluded: tuple[str, ...],
+    compat: str,
+) -> SegmentationResult:
     pairs = build_pairs(scene) if set_ranking else None
     # the same rows (so the same chunks and logits) whatever is requested: results equal the separate functions
     rows = np.unique(scene.gt_rows[scene.gt_rows >= 0])
@@ -118,5 +138,5 @@ def evaluate_segmentation(
         topn = {n: topn_from_labels(scene, labels, n, threshold, excluded) for n in top_ns}
     ranking = None
     if pairs is not None:
-        ranking = set_ranking_from_ranks(pairs, ranks, len(prompt_list), compat, scene.n_pred)  # type: ignore[arg-type]
+        ranking = set_ranking_from_ranks(pairs, ranks, len(scene.prompts), compat, scene.n_pred)  # type: ignore[arg-type]
     return SegmentationResult(topn=topn, set_ranking=ranking)

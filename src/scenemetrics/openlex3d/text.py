@@ -193,16 +193,16 @@ def label_pass(
             pair_pos = pair_labels = None
     if use_numpy is None:
         use_numpy = device.type == "cpu"
-    with _single_torch_thread(use_numpy):
+    with single_torch_thread(use_numpy):
         return _label_pass(features, text, rows, top, ranks, top_n, pair_pos, pair_labels, use_numpy)
 
 
 @contextmanager
-def _single_torch_thread(active: bool) -> Iterator[None]:
-    """Run torch's CPU ops on one thread (restored afterwards).
+def single_torch_thread(active: bool) -> Iterator[None]:
+    """Run torch's CPU ops on one thread while ``active`` (the previous count is restored afterwards).
 
-    The CPU pass is dominated by numpy's single-threaded row sort; idle OpenMP workers left over from torch's
-    parallel ops spin through it and cost about a third more process CPU time than the work itself.
+    The CPU metrics are dominated by numpy and scipy work (row sorts, KD-trees); idle OpenMP workers left over from
+    torch's parallel ops spin through it and cost about a third more process CPU time than the work itself.
     """
     previous = torch.get_num_threads()
     if not active or previous == 1:
