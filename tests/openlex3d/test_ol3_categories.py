@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -158,3 +162,16 @@ def test_code_table_equals_match(cats):
     expected = np.array([[CATEGORIES.index(cats.match(o, p)) for p in prompts] for o in ids])
     np.testing.assert_array_equal(table, expected)
     assert table.dtype == np.int8
+
+
+def test_package_is_lazy_and_set_ranking_stays_the_function():
+    code = (
+        "import sys, scenemetrics.openlex3d as ol3\n"
+        "assert ol3.normalize_label('a b') == 'ab' and 'torch' not in sys.modules\n"
+        "import scenemetrics.openlex3d.segmentation\n"  # imports the submodule set_ranking.py
+        "from scenemetrics.openlex3d import set_ranking\n"
+        "assert callable(set_ranking) and callable(ol3.set_ranking) and ol3.set_ranking is set_ranking\n"
+    )
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)

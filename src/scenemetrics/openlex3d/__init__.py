@@ -1,19 +1,24 @@
 """OpenLex3D: open-vocabulary 3D segmentation metrics (Top-N category frequency, set ranking, retrieval AP).
 
 Kassab et al., "OpenLex3D: A Tiered Benchmark for Open-Vocabulary 3D Scene Representations" (arXiv 2503.19764).
-Names are imported lazily, except :func:`set_ranking`: the function shares its name with the submodule
-``set_ranking.py``, so it is bound eagerly (otherwise importing the submodule would shadow it). Import that
-module's other names with ``from scenemetrics.openlex3d.set_ranking import ...``.
+Names are imported lazily, so ``import scenemetrics.openlex3d`` (and the CLI's ``--help``) stays cheap.
+
+``scenemetrics.openlex3d.set_ranking`` is the *function*, although a submodule ``set_ranking.py`` has the same
+name; import that module's other names with ``from scenemetrics.openlex3d.set_ranking import ...``.
 
 Example:
     >>> from scenemetrics import openlex3d as ol3
     >>> ol3.CATEGORIES[:3], ol3.normalize_label("arm chair")
     (('synonyms', 'depictions', 'vis_sim'), 'armchair')
+    >>> callable(ol3.set_ranking)
+    True
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
 _NAMES = {
@@ -49,8 +54,6 @@ _NAMES = {
     "metric": ("OpenLex3DRetrieval", "OpenLex3DSetRanking", "OpenLex3DTopN"),
     "viz": ("CATEGORY_COLORS", "colorize_categories", "render_topdown", "save_category_ply", "save_category_png"),
 }
-from .set_ranking import set_ranking  # noqa: E402, F401  (see the module docstring)
-
 _WHERE = {name: module for module, names in _NAMES.items() for name in names}
 
 __all__ = sorted(_WHERE)
@@ -67,3 +70,19 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """This package's module type: keeps the public function ``set_ranking`` bound to that name.
+
+    The import system binds every imported submodule as an attribute of its package, which would replace the
+    function ``set_ranking`` by the submodule ``set_ranking.py`` as soon as anything imports that submodule.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _WHERE and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
