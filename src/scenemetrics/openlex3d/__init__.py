@@ -1,1 +1,88 @@
-"""openlex3d room."""
+"""OpenLex3D: open-vocabulary 3D segmentation metrics (Top-N category frequency, set ranking, retrieval AP).
+
+Kassab et al., "OpenLex3D: A Tiered Benchmark for Open-Vocabulary 3D Scene Representations" (arXiv 2503.19764).
+Names are imported lazily, so ``import scenemetrics.openlex3d`` (and the CLI's ``--help``) stays cheap.
+
+``scenemetrics.openlex3d.set_ranking`` is the *function*, although a submodule ``set_ranking.py`` has the same
+name; import that module's other names with ``from scenemetrics.openlex3d.set_ranking import ...``.
+
+Example:
+    >>> from scenemetrics import openlex3d as ol3
+    >>> ol3.CATEGORIES[:3], ol3.normalize_label("arm chair")
+    (('synonyms', 'depictions', 'vis_sim'), 'armchair')
+    >>> callable(ol3.set_ranking)
+    True
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import Any
+
+_NAMES = {
+    "categories": (
+        "CATEGORIES",
+        "EXCLUDED_LABELS",
+        "Categories",
+        "ObjectLabels",
+        "load_categories",
+        "normalize_label",
+    ),
+    "io": (
+        "load_gt_cloud",
+        "load_prediction_folder",
+        "load_prompt_list",
+        "load_query_mapping",
+        "read_point_cloud",
+        "transfer_labels",
+    ),
+    "text": ("encode_prompts",),
+    "geometry": ("downsample_predictions",),
+    "topn": ("TopNResult", "topn_frequency"),
+    "set_ranking": ("SCORE_KEYS", "SetRankingResult", "set_ranking"),
+    "segmentation": ("SegmentationResult", "evaluate_segmentation"),
+    "retrieval": (
+        "THRESHOLDS",
+        "RetrievalQuery",
+        "RetrievalResult",
+        "generate_queries",
+        "pooled_retrieval_ap",
+        "retrieval_ap",
+    ),
+    "metric": ("OpenLex3DRetrieval", "OpenLex3DSetRanking", "OpenLex3DTopN"),
+    "viz": ("CATEGORY_COLORS", "colorize_categories", "render_topdown", "save_category_ply", "save_category_png"),
+}
+_WHERE = {name: module for module, names in _NAMES.items() for name in names}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'scenemetrics.openlex3d' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"scenemetrics.openlex3d.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """This package's module type: keeps the public function ``set_ranking`` bound to that name.
+
+    The import system binds every imported submodule as an attribute of its package, which would replace the
+    function ``set_ranking`` by the submodule ``set_ranking.py`` as soon as anything imports that submodule.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _WHERE and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -1,0 +1,375 @@
+"""``scenemetrics openlex3d eval segmentation|retrieval``: evaluate prediction folders against OpenLex3D GT.
+
+Layout: ``<gt-root>/<scene>/gt_categories.json`` and ``gt_cloud.npz`` (arrays ``points``, ``object_ids``), optional
+``gt_categories_query_to_object_mapping_<level>.json``; ``<pred-root>/<scene>/`` with ``embeddings.npy``,
+``index.npy`` and a point cloud (toolkit layout). Results are fractions (x100 for the paper's tables).
+
+Example:
+    >>> from scenemetrics.cli import main
+    >>> main(["openlex3d", "eval", "segmentation", "--gt-root", "gt", "--pred-root", "pred",
+    ...       "--prompts", "prompt_list.txt", "--text-features", "prompts.npy", "--set-ranking"])  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from scenemetrics.cli import CLIError, add_device_arg, add_distributed_args, add_quiet_arg
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("openlex3d", help="OpenLex3D open-vocabulary segmentation and retrieval metrics")
+    sub = parser.add_subparsers(dest="openlex3d_command", metavar="COMMAND")
+    parser.set_defaults(func=run, _parser=parser)
+    ev = sub.add_parser("eval", help="evaluate prediction folders against OpenLex3D ground truth")
+    ev.set_defaults(func=run, _parser=ev)
+    tasks = ev.add_subparsers(dest="task", metavar="TASK")
+
+    seg = tasks.add_parser("segmentation", help="Top-N category frequency and set ranking")
+    _common(seg)
+    seg.add_argument("--prompts", required=True, metavar="FILE", help="prompt_list.txt of the dataset")
+    src = seg.add_mutually_exclusive_group(required=True)
+    src.add_argument(
+        "--text-features",
+        metavar="FILE",
+        help=".npy (M, D) aligned with the prompt list, or .npz with arrays `texts` and `features`",
+    )
+    src.add_argument("--clip", action="store_true", help="encode the prompts with OpenCLIP ViT-H-14 ([clip] extra)")
+    seg.add_argument("--top-n", type=int, nargs="+", default=[5], metavar="N", help="Top-N values (default: 5)")
+    seg.add_argument("--set-ranking", action="store_true", help="also compute set ranking")
+    seg.add_argument("--compat", choices=("corrected", "toolkit"), default="corrected", help="set-ranking mode")
+    vox = seg.add_mutually_exclusive_group()
+    vox.add_argument("--voxel-size", type=float, default=0.05, help="downsampling voxel in metres (default 0.05)")
+    vox.add_argument("--no-downsample", action="store_true", help="do not downsample the prediction")
+    seg.add_argument("--missing-threshold", type=float, default=0.05, help="missing distance in metres (0.05)")
+    seg.add_argument("--viz", metavar="DIR", default=None, help="write <scene>_top<N>.ply/.png category colourings")
+    seg.set_defaults(func=run, _parser=seg)
+
+    ret = tasks.add_parser("retrieval", help="object retrieval AP / AP50 / AP25")
+    _common(ret)
+    ret.add_argument("--level", choices=("all", "l0", "l1"), default="all", help="query levels (default all)")
+    src = ret.add_mutually_exclusive_group(required=True)
+    src.add_argument("--query-features", metavar="FILE", help=".npz with arrays `texts` and `features`")
+    src.add_argument("--clip", action="store_true", help="encode the queries with OpenCLIP ViT-H-14 ([clip] extra)")
+    ret.add_argument("--top-k", type=int, default=10, help="predicted instances per query (default 10)")
+    ret.add_argument(
+        "--alignment-threshold", type=float, default=0.001, help="squared distance (m^2) for masks (0.001)"
+    )
+    ret.set_defaults(func=run, _parser=ret)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gt-root", required=True, metavar="DIR", help="folder with one sub-folder of GT per scene")
+    p.add_argument("--pred-root", required=True, metavar="DIR", help="folder with one prediction folder per scene")
+    p.add_argument("--scenes", nargs="+", default=None, metavar="S", help="scenes (default: every folder of pred)")
+    p.add_argument("--clip-weights", default=None, metavar="PATH", help="OpenCLIP checkpoint file or folder")
+    p.add_argument(
+        "--out", default=None, metavar="PATH", help="JSON file, or a folder for openlex3d_<task>.json (default: stdout)"
+    )
+    add_device_arg(p)
+    add_distributed_args(p)
+    add_quiet_arg(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    if getattr(args, "task", None) is None:
+        args._parser.print_help(sys.stderr)
+        return 2
+    devices = _num_devices(args.devices)
+    config = {k: v for k, v in vars(args).items() if k not in ("func", "_parser")}
+    if devices * args.num_nodes > 1:
+        return _launch_distributed(config, devices)
+    return _evaluate(None, config)
+
+
+def _num_devices(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        if value == "auto":
+            import torch
+
+            return max(1, torch.cuda.device_count())
+        raise CLIError(f"--devices must be an int or 'auto'; received {value!r}") from None
+    if n < 1:
+        raise CLIError(f"--devices must be >= 1; received {n}")
+    return n
+
+
+def _launch_distributed(config: dict[str, Any], devices: int) -> int:
+    try:
+        from lightning.fabric import Fabric
+    except ImportError as err:
+        raise ImportError(
+            f'--devices {devices} needs Lightning Fabric: pip install "scenemetrics[lightning]" ({err})'
+        ) from err
+    from scenemetrics.cli import resolve_device
+
+    accelerator = "cpu" if resolve_device(config["device"]).type == "cpu" else "gpu"
+    strategy = "ddp_spawn" if config["strategy"] == "auto" else config["strategy"]
+    fabric = Fabric(accelerator=accelerator, devices=devices, num_nodes=config["num_nodes"], strategy=strategy)
+    code = fabric.launch(partial(_evaluate, config=config))
+    return int(code or 0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _scenes(config: dict[str, Any]) -> list[str]:
+    pred_root = Path(config["pred_root"])
+    if not pred_root.is_dir():
+        raise CLIError(f"--pred-root {pred_root} is not a folder")
+    if not Path(config["gt_root"]).is_dir():
+        raise CLIError(f"--gt-root {config['gt_root']} is not a folder")
+    scenes = config["scenes"] or sorted(p.name for p in pred_root.iterdir() if p.is_dir())
+    if not scenes:
+        raise CLIError(f"no scene folder in --pred-root {pred_root}")
+    return list(scenes)
+
+
+def _require(path: Path) -> Path:
+    if not path.is_file():
+        raise CLIError(f"missing file {path}")
+    return path
+
+
+def _features_by_text(path: Path, texts: list[str], what: str) -> Any:
+    import numpy as np
+
+    with np.load(path) as data:
+        if "texts" not in data or "features" not in data:
+            raise CLIError(f"{path}: an .npz of {what} needs arrays `texts` and `features`")
+        keys, feats = [str(t) for t in data["texts"]], data["features"]
+    if feats.ndim != 2 or len(keys) != len(feats):
+        raise CLIError(f"{path}: `features` must be (len(texts), D); received {feats.shape} for {len(keys)} texts")
+    row = {t: i for i, t in enumerate(keys)}
+    missing = [t for t in dict.fromkeys(texts) if t not in row]
+    if missing:
+        raise CLIError(
+            f"{path}: no embedding for {len(missing)} {what} text(s): "
+            + ", ".join(repr(t) for t in missing[:10])
+            + (" ..." if len(missing) > 10 else "")
+        )
+    return feats[[row[t] for t in texts]]
+
+
+def _encode(config: dict[str, Any], texts: list[str], device: Any) -> Any:
+    from .text import encode_prompts
+
+    return encode_prompts(texts, weights_path=config["clip_weights"], device=device)
+
+
+def _prompt_features(config: dict[str, Any], prompts: list[str], device: Any) -> Any:
+    import numpy as np
+
+    if config["clip"]:
+        return _encode(config, prompts, device)
+    path = _require(Path(config["text_features"]))
+    if path.suffix == ".npz":
+        return _features_by_text(path, prompts, "prompt")
+    feats = np.load(path)
+    if feats.ndim != 2 or len(feats) != len(prompts):
+        raise CLIError(
+            f"{path}: expected ({len(prompts)}, D) prompt embeddings, one per prompt; received {feats.shape}"
+        )
+    return feats
+
+
+def _json_value(v: Any) -> float:
+    return float(v)  # NaN stays NaN, as scenemetrics.cli.write_json writes it
+
+
+def _write(config: dict[str, Any], payload: dict[str, Any]) -> None:
+    import json
+
+    from scenemetrics.cli import write_json
+
+    out = config["out"]
+    if out is None:
+        print(json.dumps(payload, indent=2))
+        return
+    p = Path(out)
+    if p.is_dir() or p.suffix.lower() != ".json":
+        p = p / f"openlex3d_{config['task']}.json"
+    write_json(p, payload)
+    if not config["quiet"]:
+        print(f"wrote {p}", file=sys.stderr)
+
+
+def _gather(per_scene: dict[str, Any]) -> dict[str, Any]:
+    """Per-scene results of every rank (a no-op without torch.distributed)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return per_scene
+    parts: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(parts, per_scene)
+    merged: dict[str, Any] = {}
+    for part in parts:
+        merged.update(part)
+    return merged
+
+
+def _evaluate(fabric: Any, config: dict[str, Any]) -> int:
+    """Evaluate every scene (``fabric`` is ``None``) or this rank's share (called by ``Fabric.launch``)."""
+    if config["task"] == "segmentation":
+        return _evaluate_segmentation(config, fabric)
+    return _evaluate_retrieval(config, fabric)
+
+
+def _evaluate_segmentation(config: dict[str, Any], fabric: Any) -> int:
+    import torch
+
+    from scenemetrics.cli import progress, resolve_device
+
+    from .categories import load_categories
+    from .io import load_gt_cloud, load_prediction_folder, load_prompt_list
+    from .metric import OpenLex3DSetRanking, OpenLex3DTopN
+    from .segmentation import evaluate_segmentation
+    from .viz import save_category_ply, save_category_png
+
+    scenes = _scenes(config)
+    device = resolve_device(config["device"]) if fabric is None else fabric.device
+    rank0 = fabric is None or fabric.global_rank == 0
+    mine = scenes if fabric is None else scenes[fabric.global_rank :: fabric.world_size]
+    prompts = load_prompt_list(_require(Path(config["prompts"])))
+    text = torch.as_tensor(_prompt_features(config, prompts, device))
+    voxel = None if config["no_downsample"] else config["voxel_size"]
+    top_ns = list(dict.fromkeys(config["top_n"]))
+    topn_metrics = {
+        n: OpenLex3DTopN(text, prompts, top_n=n, voxel_size=voxel, missing_threshold=config["missing_threshold"])
+        for n in top_ns
+    }
+    for m in topn_metrics.values():
+        m.to(device)
+    ranking = OpenLex3DSetRanking(text, prompts, voxel_size=voxel, compat=config["compat"]).to(device)
+    per_scene: dict[str, Any] = {}
+    for scene in progress(mine, quiet=config["quiet"] or not rank0, desc="openlex3d segmentation"):
+        gt_dir, pred_dir = Path(config["gt_root"]) / scene, Path(config["pred_root"]) / scene
+        categories = load_categories(_require(gt_dir / "gt_categories.json"))
+        gt_points, gt_ids = load_gt_cloud(_require(gt_dir / "gt_cloud.npz"))
+        if not pred_dir.is_dir():
+            raise CLIError(f"missing prediction folder {pred_dir}")
+        points, features, index = load_prediction_folder(pred_dir)
+        result = evaluate_segmentation(
+            points,
+            torch.as_tensor(features).to(device),
+            index,
+            text,
+            prompts,
+            gt_points,
+            gt_ids,
+            categories,
+            top_n=top_ns,
+            set_ranking=config["set_ranking"],
+            voxel_size=voxel,
+            missing_threshold=config["missing_threshold"],
+            compat=config["compat"],
+        )
+        entry: dict[str, Any] = {}
+        for n, res in result.topn.items():
+            topn_metrics[n].update_from_result(res)
+            entry[f"top_{n}"] = {k: _json_value(v) for k, v in res.frequencies.items()}
+            if config["viz"]:
+                base = Path(config["viz"]) / f"{scene}_top{n}"
+                save_category_ply(base.with_suffix(".ply"), gt_points, res.point_categories)
+                save_category_png(base.with_suffix(".png"), gt_points, res.point_categories)
+        if result.set_ranking is not None:
+            ranking.update_from_result(result.set_ranking)
+            entry["set_ranking"] = {k: _json_value(v) for k, v in result.set_ranking.scores.items()}
+        per_scene[scene] = entry
+
+    mean: dict[str, Any] = {}
+    for n, metric in topn_metrics.items():
+        values = metric.compute()
+        mean[f"top_{n}"] = {k: _json_value(v) for k, v in values.items() if k != "n_scenes"}
+    if config["set_ranking"]:
+        mean["set_ranking"] = {k: _json_value(v) for k, v in ranking.compute().items()}
+    per_scene = _gather(per_scene)
+    if rank0:
+        settings = {k: config[k] for k in ("top_n", "set_ranking", "compat", "missing_threshold", "prompts")}
+        settings["voxel_size"] = voxel
+        _write(config, {"config": settings, "per_scene": {s: per_scene[s] for s in scenes}, "mean": mean})
+    return 0
+
+
+def _queries(config: dict[str, Any], gt_dir: Path, categories: Any) -> list[Any]:
+    from .io import load_query_mapping
+    from .retrieval import generate_queries
+
+    mapping = gt_dir / f"gt_categories_query_to_object_mapping_{config['level']}.json"
+    return load_query_mapping(mapping) if mapping.is_file() else generate_queries(categories, config["level"])
+
+
+def _evaluate_retrieval(config: dict[str, Any], fabric: Any) -> int:
+    import torch
+
+    from scenemetrics.cli import progress, resolve_device
+
+    from .categories import load_categories
+    from .io import load_gt_cloud, load_prediction_folder
+    from .metric import OpenLex3DRetrieval
+    from .retrieval import retrieval_ap
+
+    scenes = _scenes(config)
+    device = resolve_device(config["device"]) if fabric is None else fabric.device
+    rank0 = fabric is None or fabric.global_rank == 0
+    mine = scenes if fabric is None else scenes[fabric.global_rank :: fabric.world_size]
+    scene_queries = {}
+    for scene in mine:
+        gt_dir = Path(config["gt_root"]) / scene
+        scene_queries[scene] = _queries(config, gt_dir, load_categories(_require(gt_dir / "gt_categories.json")))
+    texts = list(dict.fromkeys(q.text for qs in scene_queries.values() for q in qs))
+    if config["clip"]:
+        table = dict(zip(texts, _encode(config, texts, device), strict=True)) if texts else {}
+    else:
+        path = _require(Path(config["query_features"]))
+        if path.suffix != ".npz":
+            raise CLIError(f"--query-features {path}: expected an .npz with arrays `texts` and `features`")
+        table = dict(zip(texts, torch.as_tensor(_features_by_text(path, texts, "query")), strict=True)) if texts else {}
+
+    metric = OpenLex3DRetrieval(top_k=config["top_k"], alignment_threshold=config["alignment_threshold"]).to(device)
+    per_scene: dict[str, Any] = {}
+    for scene in progress(mine, quiet=config["quiet"] or not rank0, desc="openlex3d retrieval"):
+        gt_dir, pred_dir = Path(config["gt_root"]) / scene, Path(config["pred_root"]) / scene
+        gt_points, gt_ids = load_gt_cloud(_require(gt_dir / "gt_cloud.npz"))
+        if not pred_dir.is_dir():
+            raise CLIError(f"missing prediction folder {pred_dir}")
+        points, features, index = load_prediction_folder(pred_dir)
+        queries = scene_queries[scene]
+        feats = torch.as_tensor(features).to(device)
+        if queries:
+            qf = torch.stack([torch.as_tensor(table[q.text]) for q in queries])
+        else:
+            qf = feats.new_zeros(0, feats.shape[1])
+        res = retrieval_ap(
+            points,
+            feats,
+            index,
+            qf,
+            queries,
+            gt_points,
+            gt_ids,
+            top_k=config["top_k"],
+            alignment_threshold=config["alignment_threshold"],
+        )
+        metric.update_from_result(res)
+        per_scene[scene] = {"ap": _json_value(res.ap), "ap50": _json_value(res.ap50), "ap25": _json_value(res.ap25)}
+    values = metric.compute()
+    per_scene = _gather(per_scene)
+    if rank0:
+        settings = {k: config[k] for k in ("level", "top_k", "alignment_threshold")}
+        payload = {
+            "config": settings,
+            "per_scene": {s: per_scene[s] for s in scenes},
+            "pooled": {k: _json_value(values[k]) for k in ("ap", "ap50", "ap25")},
+            "scene_mean": {k: _json_value(values[f"{k}_scene_mean"]) for k in ("ap", "ap50", "ap25")},
+        }
+        _write(config, payload)
+    return 0
