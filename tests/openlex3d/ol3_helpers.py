@@ -27,7 +27,7 @@ PROMPTS = ["chair", "arm chair", "armchair", "table", "lamp", "sofa", "wall", "d
 def random_scene(seed: int, *, dense: bool, voxel: float | None) -> dict:
     """A small random scene kept away from ties (spec §11.7); loops over seeds derived from ``seed`` until the
     tie-free conditions hold."""
-    from ol3_reference import downsample
+    from .ol3_reference import downsample
 
     for attempt in range(100):
         rng = np.random.default_rng(seed * 1000 + attempt)

@@ -8,7 +8,7 @@ import types
 import numpy as np
 import pytest
 import torch
-from ol3_helpers import categories_dict, sample
+from .ol3_helpers import categories_dict, sample
 
 from scenemetrics import hub
 from scenemetrics.openlex3d import (

@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from ol3_helpers import write_pcd, write_ply
+from .ol3_helpers import write_pcd, write_ply
 from PIL import Image
 
 from scenemetrics.cli import main

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from ol3_helpers import random_scene
+from .ol3_helpers import random_scene
 
 from scenemetrics.openlex3d import RetrievalQuery, evaluate_segmentation, retrieval_ap
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from ol3_helpers import write_pcd, write_ply
+from .ol3_helpers import write_pcd, write_ply
 from PIL import Image
 
 from scenemetrics.openlex3d import (

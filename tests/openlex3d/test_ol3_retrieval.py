@@ -7,10 +7,10 @@ import math
 import warnings
 
 import numpy as np
-import ol3_reference as ref
+from . import ol3_reference as ref
 import pytest
 import torch
-from ol3_helpers import categories_dict, sample
+from .ol3_helpers import categories_dict, sample
 
 from scenemetrics.openlex3d import (
     THRESHOLDS,

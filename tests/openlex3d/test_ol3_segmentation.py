@@ -7,10 +7,10 @@ import math
 import warnings
 
 import numpy as np
-import ol3_reference as ref
+from . import ol3_reference as ref
 import pytest
 import torch
-from ol3_helpers import categories_dict, on_x, random_scene, sample
+from .ol3_helpers import categories_dict, on_x, random_scene, sample
 
 from scenemetrics.openlex3d import CATEGORIES, evaluate_segmentation, set_ranking, topn_frequency
 
