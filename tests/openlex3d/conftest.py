@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+
 from .ol3_helpers import categories_dict, on_x, sample
 
 

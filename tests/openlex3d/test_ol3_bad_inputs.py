@@ -8,7 +8,6 @@ import types
 import numpy as np
 import pytest
 import torch
-from .ol3_helpers import categories_dict, sample
 
 from scenemetrics import hub
 from scenemetrics.openlex3d import (
@@ -22,6 +21,8 @@ from scenemetrics.openlex3d import (
     set_ranking,
     topn_frequency,
 )
+
+from .ol3_helpers import categories_dict, sample
 
 
 def seg_inputs(**over):

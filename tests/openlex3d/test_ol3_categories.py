@@ -11,10 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from .ol3_helpers import categories_dict, sample
 
 from scenemetrics.openlex3d import CATEGORIES, EXCLUDED_LABELS, Categories, ObjectLabels, load_categories
 from scenemetrics.openlex3d import normalize_label as nl
+
+from .ol3_helpers import categories_dict, sample
 
 
 def test_constants():

@@ -10,7 +10,6 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from .ol3_helpers import write_pcd, write_ply
 from PIL import Image
 
 from scenemetrics.cli import main
@@ -23,6 +22,8 @@ from scenemetrics.openlex3d import (
     set_ranking,
     topn_frequency,
 )
+
+from .ol3_helpers import write_pcd, write_ply
 
 
 @pytest.fixture

@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from .ol3_reference import downsample as ref_downsample
 
 from scenemetrics.openlex3d import downsample_predictions
 from scenemetrics.openlex3d.geometry import nearest_prediction
+
+from .ol3_reference import downsample as ref_downsample
 
 
 def test_worked_example_12_1():

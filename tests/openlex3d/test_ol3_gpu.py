@@ -7,9 +7,10 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from .ol3_helpers import random_scene
 
 from scenemetrics.openlex3d import RetrievalQuery, evaluate_segmentation, retrieval_ap
+
+from .ol3_helpers import random_scene
 
 ARGS = ("pred_points", "pred_features", "pred_index", "text_features", "prompts", "gt_points", "gt_ids", "categories")
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from .ol3_helpers import write_pcd, write_ply
 from PIL import Image
 
 from scenemetrics.openlex3d import (
@@ -20,6 +19,8 @@ from scenemetrics.openlex3d import (
     save_category_png,
     transfer_labels,
 )
+
+from .ol3_helpers import write_pcd, write_ply
 
 PTS = np.array([[0.5, -1.25, 2.0], [3.0, 4.5, -0.125], [1e-3, 0.0, 7.0]])
 

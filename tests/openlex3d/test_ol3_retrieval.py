@@ -7,10 +7,8 @@ import math
 import warnings
 
 import numpy as np
-from . import ol3_reference as ref
 import pytest
 import torch
-from .ol3_helpers import categories_dict, sample
 
 from scenemetrics.openlex3d import (
     THRESHOLDS,
@@ -21,6 +19,9 @@ from scenemetrics.openlex3d import (
     retrieval_ap,
 )
 from scenemetrics.openlex3d.retrieval import average_precision
+
+from . import ol3_reference as ref
+from .ol3_helpers import categories_dict, sample
 
 ARGS = ("pred_points", "pred_features", "pred_index", "query_features", "queries", "gt_points", "gt_ids")
 

@@ -7,12 +7,13 @@ import math
 import warnings
 
 import numpy as np
-from . import ol3_reference as ref
 import pytest
 import torch
-from .ol3_helpers import categories_dict, on_x, random_scene, sample
 
 from scenemetrics.openlex3d import CATEGORIES, evaluate_segmentation, set_ranking, topn_frequency
+
+from . import ol3_reference as ref
+from .ol3_helpers import categories_dict, on_x, random_scene, sample
 
 sr = importlib.import_module("scenemetrics.openlex3d.set_ranking")  # the function shadows the module's name
 
