@@ -81,7 +81,7 @@ def _puzzlesim_section(scene: Any, out: Path, weights_path: str | None, device: 
     ):
         with torch.no_grad():
             sim_map = memory.similarity_map(img.to(device))[0].cpu()
-        entry = {"score": float(sim_map.mean())}
+        entry: dict[str, Any] = {"score": float(sim_map.mean())}
         entry.update(save_map_pngs(img, sim_map, out, name))
         lo, hi = float(sim_map.min()), float(sim_map.max())
         stretched = viz.apply_colormap(sim_map, vmin=lo, vmax=max(hi, lo + 1e-6))

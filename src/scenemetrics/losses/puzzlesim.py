@@ -14,8 +14,8 @@ from scenemetrics.puzzlesim.memory import (
     DEFAULT_LAYERS,
     PuzzleSimMemory,
     check_choice,
+    check_chunk_size,
     check_layer_weights,
-    check_positive_int,
     combine_layer_maps,
     unit_rows,
 )
@@ -70,7 +70,7 @@ class SoftPuzzleSimLoss(nn.Module):
         super().__init__()
         self.temperature = check_temperature(temperature)
         self.reduction = check_choice(reduction, "reduction", ("mean", "sum", "none"))
-        self.chunk_size = check_positive_int(chunk_size, "chunk_size", allow_none=True)
+        self.chunk_size = check_chunk_size(chunk_size)
         if isinstance(references, PuzzleSimMemory):
             references.check_compatible(
                 backbone=backbone, layers=layers, weights_path=weights_path, resize=resize, precision="float32"

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -199,8 +200,11 @@ class PuzzleSimBackbone(nn.Module):
     def name(self) -> str:
         return self.spec.name
 
+    scale: Tensor
+    shift: Tensor
+
     def train(self, mode: bool = True) -> PuzzleSimBackbone:
-        # frozen forever: batch-norm-free nets, but dropout-free eval semantics are part of the definition
+        # frozen forever: a parent module's .train() must not switch this one (the maps are defined in eval mode)
         return super().train(False)
 
     def forward(self, images01: Tensor, layers: Sequence[int]) -> dict[int, Tensor]:
@@ -216,7 +220,7 @@ class PuzzleSimBackbone(nn.Module):
 
 @functools.lru_cache(maxsize=8)
 def _load_cached(name: str, path: str, mtime_ns: int, device: str) -> PuzzleSimBackbone:
-    features = _build_model(name).features
+    features = cast(nn.Sequential, _build_model(name).features)
     state = hub.load_torch_checkpoint(path)
     reference = features.state_dict()
     sd = _features_state_dict(state, name, list(reference), path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from scenemetrics import cli as _cli
 
@@ -98,12 +99,12 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.quiet,
     )
     out.mkdir(parents=True, exist_ok=True)
-    results = {}
+    results: dict[str, dict[str, Any]] = {}
     for f in _cli.progress(image_files, quiet=args.quiet, desc="scoring images"):
         img = read_image(f).to(device)
         with torch.no_grad():
             sim_map = memory.similarity_map(img, layer_weights=weights)[0].cpu()
-        entry = {"score": float(sim_map.mean()), "min": float(sim_map.min()), "file": str(f)}
+        entry: dict[str, Any] = {"score": float(sim_map.mean()), "min": float(sim_map.min()), "file": str(f)}
         entry.update(save_map_pngs(img, sim_map, out, f.stem, args.colormap))
         if args.save_raw:
             (out / "raw").mkdir(exist_ok=True)

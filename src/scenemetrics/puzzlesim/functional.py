@@ -29,7 +29,7 @@ from scenemetrics.puzzlesim.memory import (
     Screening,
     Search,
     check_choice,
-    check_positive_int,
+    check_chunk_size,
 )
 
 __all__ = [
@@ -49,7 +49,7 @@ def _memory_for(
     layers: Sequence[int],
     weights_path: str | os.PathLike | None,
     resize: int | tuple[int, int] | None,
-    precision: str,
+    precision: Precision,
     batch_size: int,
     progress: bool,
 ) -> PuzzleSimMemory:
@@ -243,7 +243,7 @@ def best_match_similarity(
         >>> best_match_similarity(refs[1], refs).min() > 0.9999
         tensor(True)
     """
-    chunk_size = check_positive_int(chunk_size, "chunk_size", allow_none=True)
+    chunk_size = check_chunk_size(chunk_size)
     check_choice(screening, "screening", SCREENING)
     need_grad = features.requires_grad and torch.is_grad_enabled() if isinstance(features, Tensor) else False
     if screening == "on" and need_grad:
@@ -366,7 +366,7 @@ def soft_best_match_similarity(
         torch.Size([4, 3, 3])
     """
     t = check_temperature(temperature)
-    chunk_size = check_positive_int(chunk_size, "chunk_size", allow_none=True)
+    chunk_size = check_chunk_size(chunk_size)
     q, out_shape = _query_rows(features)
     r = _reference_rows(reference_features, q.shape[1], q.dtype, q.device)
     return soft_gibbs_max(q, r, t, chunk_size).view(out_shape)

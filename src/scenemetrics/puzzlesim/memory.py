@@ -75,15 +75,23 @@ def check_layer_weights(layer_weights: Sequence[float] | None, layers: Sequence[
     return values
 
 
-def check_positive_int(value: Any, name: str, allow_none: bool = False) -> int | None:
-    if value is None and allow_none:
-        return None
+def check_positive_int(value: Any, name: str) -> int:
+    """An int >= 1 (bools rejected), else ``ValueError`` naming the argument."""
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"`{name}` must be an int >= 1{' or None' if allow_none else ''}; received {value!r}")
+        raise ValueError(f"`{name}` must be an int >= 1; received {value!r}")
     return value
 
 
-def check_choice(value: Any, name: str, options: Sequence[str]) -> str:
+def check_chunk_size(value: Any) -> int | None:
+    """``None`` or an int >= 1."""
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"`chunk_size` must be an int >= 1 or None; received {value!r}")
+    return value
+
+
+def check_choice(value: Any, name: str, options: Sequence[str]) -> Any:
     if value not in options:
         raise ValueError(f"`{name}` must be one of {', '.join(map(repr, options))}; received {value!r}")
     return value
@@ -215,7 +223,7 @@ class PuzzleSimMemory:
                     for layer, f in feats.items():
                         new[layer].append(unit_rows(f).to(dtype))
                     bar.update(x.shape[0])
-                self.reference_sizes.extend([tuple(tensor.shape[-2:])] * tensor.shape[0])
+                self.reference_sizes.extend([(int(tensor.shape[-2]), int(tensor.shape[-1]))] * tensor.shape[0])
         for layer in self.layers:
             parts = ([self._vectors[layer]] if layer in self._vectors else []) + new[layer]
             self._vectors[layer] = torch.cat(parts).contiguous()
@@ -330,7 +338,7 @@ class PuzzleSimMemory:
         search: str,
         faiss_options: dict | None,
     ) -> dict[int, Tensor]:
-        chunk_size = check_positive_int(chunk_size, "chunk_size", allow_none=True)
+        chunk_size = check_chunk_size(chunk_size)
         check_choice(screening, "screening", SCREENING)
         check_choice(search, "search", SEARCHES)
         missing = [layer for layer in layers if layer not in self.layers]
@@ -455,4 +463,5 @@ def combine_layer_maps(
         # weight before upsampling, summed in layer order: the authors' order of operations
         up = F.interpolate((maps[layer] * wgt).unsqueeze(1), size=(h, w), mode="bilinear", align_corners=True)
         total = up if total is None else total + up
+    assert total is not None  # layers is never empty
     return total.squeeze(1).to(device)

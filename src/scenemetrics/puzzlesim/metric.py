@@ -23,6 +23,7 @@ from scenemetrics.puzzlesim.memory import (
     Screening,
     Search,
     check_choice,
+    check_chunk_size,
     check_layer_weights,
     check_positive_int,
     check_resize,
@@ -97,7 +98,7 @@ class PuzzleSim(Metric):
         self.layer_weights = check_layer_weights(layer_weights, self.layers)
         self.weights_path = weights_path
         self.resize = check_resize(resize)
-        self.chunk_size = check_positive_int(chunk_size, "chunk_size", allow_none=True)
+        self.chunk_size = check_chunk_size(chunk_size)
         self.precision = check_choice(precision, "precision", tuple(PRECISIONS))
         self.screening = check_choice(screening, "screening", SCREENING)
         self.search = check_choice(search, "search", SEARCHES)

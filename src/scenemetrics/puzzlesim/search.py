@@ -90,7 +90,7 @@ def plain_max(q: Tensor, r: Tensor, chunk_size: int, *, with_indices: bool = Fal
             b = best[r0 : r0 + rows]
             for k0 in range(0, k, cols):
                 sim = qs @ r[k0 : k0 + cols].T
-                if with_indices:
+                if idx is not None:
                     v, i = sim.max(dim=1)
                     better = v > b
                     b.copy_(torch.where(better, v, b))
