@@ -30,6 +30,7 @@ from scenemetrics.prism.zero123 import (
     check_pose,
     encode_pose,
     load_zero123_components,
+    require_extra,
     resolve_model_folder,
 )
 
@@ -237,6 +238,7 @@ class Zero123Features(nn.Module):
             >>> from scenemetrics.prism import Zero123Features
             >>> Zero123Features.from_pretrained("kxic/zero123-xl", revision="refs/pr/1")  # doctest: +SKIP
         """
+        require_extra("Zero123Features.from_pretrained")
         dev = torch.device(device) if device is not None else torch.device("cpu")
         if torch_dtype not in (torch.float32, *_HALF):
             raise ValueError(f"`torch_dtype` must be float32, float16 or bfloat16; received {torch_dtype}")

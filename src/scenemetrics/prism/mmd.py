@@ -107,7 +107,8 @@ class _PooledPairs:
     """Squared distances between the distinct pairs of Z = X ∪ Y, tile by tile (upper triangle only).
 
     Rows are centred by the pooled mean (computed in ``mean_dtype``) and cast to ``dtype`` one block at a time, so
-    no ``N x d`` copy is made.
+    no ``N x d`` copy is made. A squared distance at most ``4 sqrt(d) eps (|a|² + |b|²)`` (the rounding error of the
+    expansion) is set to 0, so duplicate points are at distance exactly 0 and negative values cannot occur.
     """
 
     def __init__(self, x: Tensor, y: Tensor, chunk_size: int, dtype: torch.dtype, mean_dtype: torch.dtype) -> None:
@@ -124,120 +125,161 @@ class _PooledPairs:
         self.blocks = [(a, min(a + chunk_size, self.m), "x") for a in range(0, self.m, chunk_size)]
         self.blocks += [(a, min(a + chunk_size, self.n), "y") for a in range(0, self.n, chunk_size)]
         self.sq = [(r * r).sum(dim=1) for r in map(self.rows, range(len(self.blocks)))]
-        self._masks: dict[int, Tensor] = {}
+        self.sq_max = [float(s.max()) for s in self.sq]
+        self.noise_floor = 4.0 * math.sqrt(x.shape[1]) * torch.finfo(dtype).eps
+        self._masks: dict[tuple[int, bool], Tensor] = {}
 
     def rows(self, block: int) -> Tensor:
         a0, a1, kind = self.blocks[block]
         src = self.x if kind == "x" else self.y
         return src[a0:a1].to(self.dtype) - self.mean
 
-    def upper_mask(self, size: int) -> Tensor:
-        if size not in self._masks:
-            self._masks[size] = torch.ones(size, size, dtype=torch.bool, device=self.device).triu_(1)
-        return self._masks[size]
+    def _mask(self, size: int, upper: bool) -> Tensor:
+        if (size, upper) not in self._masks:
+            ones = torch.ones(size, size, dtype=torch.bool, device=self.device)
+            self._masks[size, upper] = ones.triu_(1) if upper else ones.tril_(0)
+        return self._masks[size, upper]
 
     def tiles(self) -> Iterator[_Tile]:
         for bi in range(len(self.blocks)):
             za, ka = self.rows(bi), self.blocks[bi][2]
             for bj in range(bi, len(self.blocks)):
                 zb = za if bj == bi else self.rows(bj)
-                d2 = torch.addmm(self.sq[bi][:, None] + self.sq[bj][None, :], za, zb.T, alpha=-2.0)
-                yield _Tile(kind=ka + self.blocks[bj][2], diagonal=bi == bj, d2=d2.clamp_min_(0.0))
+                norms = self.sq[bi][:, None] + self.sq[bj][None, :]
+                d2 = torch.addmm(norms, za, zb.T, alpha=-2.0)
+                if bi == bj:
+                    d2.fill_diagonal_(math.inf)  # self-pairs are never used; keep them out of the check below
+                # values within the rounding error of |a|² + |b|² - 2 a.b become 0 (identical points get exactly 0,
+                # negative values cannot remain); the cheap min() test skips the mask for most tiles
+                if float(d2.min()) <= self.noise_floor * (self.sq_max[bi] + self.sq_max[bj]):
+                    d2.masked_fill_(d2 <= norms.mul_(self.noise_floor), 0.0)
+                yield _Tile(kind=ka + self.blocks[bj][2], diagonal=bi == bj, d2=d2)
 
     def values(self, tile: _Tile) -> Tensor:
-        """The tile's distinct-pair values, flattened."""
-        return tile.d2[self.upper_mask(tile.d2.shape[0])] if tile.diagonal else tile.d2.reshape(-1)
+        """The tile's distinct-pair values, flattened (a copy for diagonal tiles)."""
+        return tile.d2[self._mask(tile.d2.shape[0], True)] if tile.diagonal else tile.d2.reshape(-1)
+
+    def masked_values(self, tile: _Tile) -> Tensor:
+        """The tile's values flattened, NaN (which no comparison selects) where a pair is not distinct."""
+        if tile.diagonal:
+            tile.d2.masked_fill_(self._mask(tile.d2.shape[0], False), math.nan)
+        return tile.d2.reshape(-1)
+
+
+@dataclass
+class _PassResult:
+    below_window: int = 0  # values < window[0]
+    in_window: int = 0  # values in [window[0], window[1]]
+    collected: Tensor | None = None  # those values (None after an overflow of the cap)
+    below_range: int = 0  # values < lo
+    counts: Tensor | None = None  # histogram of the values in [lo, hi], with each bin's min and max
+    mins: Tensor | None = None
+    maxs: Tensor | None = None
 
 
 def _select_pass(
     pairs: _PooledPairs,
-    lo: float,
-    hi: float,
-    edges: Tensor | None,
     window: tuple[float, float] | None,
     cap: int,
-) -> tuple[int, int, Tensor | None, Tensor | None, Tensor | None, Tensor | None]:
-    """One pass over the pairs.
+    hist: tuple[float, float, float] | None = None,
+) -> _PassResult:
+    """One blocked pass over the pairs.
 
-    Counts the values below ``lo``; histograms the values in ``[lo, hi]`` over ``edges`` (``bucketize(right=True)``,
-    with each bin's count, min and max); counts the values below ``window[0]`` and collects those in
-    ``[window[0], window[1]]`` (``None`` if more than ``cap`` would be collected).
+    ``window = (w0, w1)``: count the values below ``w0``, count and collect (up to ``cap``) those in ``[w0, w1]``.
+    ``hist = (lo, hi, span)``: count the values below ``lo`` and histogram those in ``[lo, hi]`` into
+    ``_HIST_BINS`` bins of ``floor((v - lo) * bins / span)`` (clamped; computed in float64). That map is monotone in
+    ``v``, so each bin holds a contiguous run of the sorted values and ``[min, max]`` of a bin holds exactly its
+    values.
     """
-    below = 0
-    below_window = 0
+    res = _PassResult()
     pieces: list[Tensor] | None = [] if window is not None else None
-    collected = 0
-    counts = mins = maxs = None
-    if edges is not None:
-        nb = edges.numel() + 1
-        counts = torch.zeros(nb, dtype=torch.long, device=pairs.device)
-        mins = torch.full((nb,), math.inf, dtype=pairs.dtype, device=pairs.device)
-        maxs = torch.full((nb,), -math.inf, dtype=pairs.dtype, device=pairs.device)
+    nb = _HIST_BINS
+    if hist is not None:
+        res.counts = torch.zeros(nb, dtype=torch.long, device=pairs.device)
+        res.mins = torch.full((nb,), math.inf, dtype=pairs.dtype, device=pairs.device)
+        res.maxs = torch.full((nb,), -math.inf, dtype=pairs.dtype, device=pairs.device)
     for tile in pairs.tiles():
-        v = pairs.values(tile)
-        if lo > -math.inf:
-            below += int((v < lo).sum())
+        v = pairs.masked_values(tile)
         if window is not None:
-            below_window += int((v < window[0]).sum())
+            below = v < window[0]
+            res.below_window += int(torch.count_nonzero(below))
+            inside = v[(v <= window[1]) & ~below]
+            res.in_window += inside.numel()
             if pieces is not None:
-                sel = v[(v >= window[0]) & (v <= window[1])]
-                collected += sel.numel()
-                if collected > cap:
+                if res.in_window > cap:
                     pieces = None
                 else:
-                    pieces.append(sel)
-        if edges is not None:
-            inside = v if lo == -math.inf and hi == math.inf else v[(v >= lo) & (v <= hi)]
-            idx = torch.bucketize(inside, edges, right=True)
-            counts += torch.bincount(idx, minlength=counts.numel())
-            mins.scatter_reduce_(0, idx, inside, reduce="amin")
-            maxs.scatter_reduce_(0, idx, inside, reduce="amax")
-    values = torch.cat(pieces) if pieces else (torch.empty(0, dtype=pairs.dtype) if pieces is not None else None)
-    return below, below_window, values, counts, mins, maxs
+                    pieces.append(inside)
+        if hist is not None:
+            lo, hi, span = hist
+            res.below_range += int(torch.count_nonzero(v < lo))
+            inside = v[(v >= lo) & (v <= hi)]
+            idx = ((inside.double() - lo) * (nb / span)).floor_().clamp_(0, nb - 1).long()
+            res.counts += torch.bincount(idx, minlength=nb)
+            res.mins.scatter_reduce_(0, idx, inside, reduce="amin")
+            res.maxs.scatter_reduce_(0, idx, inside, reduce="amax")
+    if pieces is not None:
+        res.collected = torch.cat(pieces) if pieces else torch.empty(0, dtype=pairs.dtype, device=pairs.device)
+    return res
 
 
-def _bracket(pairs: _PooledPairs, chunk_size: int, cap: int) -> tuple[Tensor, tuple[float, float]]:
-    """Histogram edges and a collection window around the median, from a deterministic subsample's pairs."""
+def _bracket(pairs: _PooledPairs, chunk_size: int, cap: int) -> tuple[float, float]:
+    """A window of values around the median, from the pair distances of a deterministic subsample of points."""
     s = min(pairs.size, _BRACKET_POINTS)
     idx = torch.linspace(0, pairs.size - 1, s, device=pairs.device).round().long().unique()
     zs = torch.cat([pairs.x[idx[idx < pairs.m]], pairs.y[idx[idx >= pairs.m] - pairs.m]])
     sub = _PooledPairs(zs, zs[:0], chunk_size, pairs.dtype, pairs.dtype)
     vals = torch.sort(torch.cat([sub.values(t) for t in sub.tiles()])).values
-    q = lambda f: float(vals[min(len(vals) - 1, max(0, round(f * (len(vals) - 1))))])  # noqa: E731
     # the subsample median's rank fraction has a spread of about 1/sqrt(s); the window keeps within the cap
     half = min(0.5, 3.0 / math.sqrt(len(idx)), 0.45 * cap / pairs.num_pairs)
-    window = (q(0.5 - half), q(0.5 + half))
-    edges = torch.unique(torch.tensor([q(f) for f in torch.linspace(0, 1, 65)[1:-1].tolist()], dtype=pairs.dtype))
-    return edges.to(pairs.device), window
+    last = len(vals) - 1
+    return float(vals[max(0, round((0.5 - half) * last))]), float(vals[min(last, round((0.5 + half) * last))])
 
 
 def _lower_median_sq(pairs: _PooledPairs, chunk_size: int) -> Tensor:
     """Exact lower median of the pooled distinct-pair squared distances (0-based rank ``(P - 1) // 2``)."""
     k = (pairs.num_pairs - 1) // 2
     cap = max(1, _COLLECT_BYTES // torch.empty((), dtype=pairs.dtype).element_size())
+
+    def kth(values: Tensor, rank: int) -> Tensor:
+        values = values.cpu() if values.device.type == "mps" else values
+        return torch.kthvalue(values, rank + 1).values.to(pairs.device)
+
     if pairs.num_pairs <= _SMALL_PAIRS:
-        vals = torch.cat([pairs.values(t) for t in pairs.tiles()])
-        return torch.kthvalue(vals.cpu() if vals.device.type == "mps" else vals, k + 1).values.to(pairs.device)
-    edges, window = _bracket(pairs, chunk_size, cap)
-    lo, hi = -math.inf, math.inf
-    hist: Tensor | None = edges
-    win: tuple[float, float] | None = window
+        return kth(torch.cat([pairs.values(t) for t in pairs.tiles()]), k)
+    # common case: one pass collecting a window that holds the median's rank
+    window = _bracket(pairs, chunk_size, cap)
+    res = _select_pass(pairs, window, cap)
+    if res.collected is not None and res.below_window <= k < res.below_window + res.in_window:
+        return kth(res.collected, k - res.below_window)
+    # otherwise narrow down with histograms over the part of the value range that holds the rank
+    if k < res.below_window:
+        lo, hi = (
+            0.0,
+            float(torch.tensor(window[0], dtype=pairs.dtype).nextafter(torch.tensor(-math.inf, dtype=pairs.dtype))),
+        )
+    elif k >= res.below_window + res.in_window:
+        lo, hi = (
+            float(torch.tensor(window[1], dtype=pairs.dtype).nextafter(torch.tensor(math.inf, dtype=pairs.dtype))),
+            math.inf,
+        )
+    else:
+        lo, hi = window
+    # d² <= (|a| + |b|)² <= 4 max |z|², up to rounding; larger values still land in the last bin
+    top = 4.0 * max(pairs.sq_max)
     while True:
-        below, below_win, vals, counts, mins, maxs = _select_pass(pairs, lo, hi, hist, win, cap)
-        if vals is not None and below_win <= k < below_win + vals.numel():
-            return torch.kthvalue(vals, k - below_win + 1).values
-        # the window missed the rank or overflowed (a window equal to one histogram bin never does): narrow down
-        assert counts is not None and mins is not None and maxs is not None
-        cum = below + torch.cumsum(counts, 0)
+        span = (min(hi, top) if math.isfinite(hi) else top) - lo
+        res = _select_pass(pairs, None, cap, hist=(lo, hi, span if span > 0 else 1.0))
+        assert res.counts is not None and res.mins is not None and res.maxs is not None
+        cum = res.below_range + torch.cumsum(res.counts, 0)
         b = int(torch.searchsorted(cum, torch.tensor([k], device=cum.device), right=True)[0])
-        lo, hi = float(mins[b]), float(maxs[b])
+        lo, hi = float(res.mins[b]), float(res.maxs[b])
         if lo == hi:
-            return mins[b].clone()
-        if int(counts[b]) <= cap:
-            hist, win = None, (lo, hi)
-        else:
-            grid = torch.linspace(lo, hi, _HIST_BINS + 1, dtype=torch.float64)[1:].to(pairs.dtype)
-            hist, win = torch.unique(torch.cat([grid, torch.tensor([hi], dtype=pairs.dtype)])).to(pairs.device), None
+            return res.mins[b].clone()
+        if int(res.counts[b]) <= cap:
+            res = _select_pass(pairs, (lo, hi), cap)
+            assert res.collected is not None  # a histogram bin's [min, max] holds exactly its counted values
+            return kth(res.collected, k - res.below_window)
 
 
 def median_bandwidth(x: Tensor, y: Tensor, *, chunk_size: int = 2048) -> Tensor:

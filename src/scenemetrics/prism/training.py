@@ -514,6 +514,8 @@ def train_head(
     with warnings.catch_warnings():
         # a tiny cache has fewer batches than the logging interval and no DataLoader workers: both are fine here
         warnings.filterwarnings("ignore", message=r".*(does not have many workers|log_every_n_steps).*")
+        if ckpt_path is not None:  # resuming writes into the existing checkpoint folder on purpose
+            warnings.filterwarnings("ignore", message=r".*Checkpoint directory .* exists and is not empty.*")
         trainer.fit(module, datamodule=datamodule, ckpt_path=ckpt_path, weights_only=True)
 
     best = Path(checkpoint.best_model_path) if checkpoint.best_model_path else best_path
