@@ -9,9 +9,9 @@ The whole PRISM pipeline on files, as a user runs it:
    embed``);
 3. train the projection head on the cache (``train_head``, = ``scenemetrics prism train-head``), checkpoints and
    TensorBoard logs included, and evaluate it on the held-out test objects;
-4. score two fake "NVS models" on the test objects: ``sharp`` returns the ground truth slightly blurred,
-   ``broken`` returns it with an implausible patch; both with ``PRISMDistance`` (reference-based) and ``PRISMMMD``
-   (reference-free, anchors = test ground-truth triplets taken from the cache).
+4. score two fake "NVS models" on the test objects, each right except for one hallucinated region that ``sharp``
+   fills smoothly and ``broken`` with noise; both with ``PRISMDistance`` (reference-based) and ``PRISMMMD``
+   (reference-free, anchors = the training objects' ground-truth triplets, taken from the cache).
 
 Without ``--model`` a tiny random-weight Zero123 stand-in (built here, nothing downloaded) replaces Zero123-XL: the
 scores then only demonstrate the pipeline. With ``--model path/to/zero123-xl-diffusers --image-size 256`` it runs on
@@ -134,8 +134,8 @@ def _inpaint(view: np.ndarray, mask: np.ndarray, fill: np.ndarray) -> np.ndarray
     return out
 
 
-def write_dataset(root: Path, size: int, num_objects: int = 12, seed: int = 0) -> Path:
-    """Objects 0-1 are the test split, 2-3 validation, the rest training."""
+def write_dataset(root: Path, size: int, num_objects: int = 14, seed: int = 0) -> Path:
+    """Objects 0-3 are the test split, 4-5 validation, the rest training."""
     rng = np.random.default_rng(seed)
     panoramas = [_panorama(rng, size) for _ in range(num_objects)]
     for o, pano in enumerate(panoramas):
@@ -176,20 +176,25 @@ def write_dataset(root: Path, size: int, num_objects: int = 12, seed: int = 0) -
                 entry["negatives"].append({"file": name, "mask_area": float(mask.sum()) / silhouette})
             pairs.append(entry)
         (obj / "pairs.json").write_text(json.dumps({"pairs": pairs}))
-    splits = {"test": ["obj_00", "obj_01"], "val": ["obj_02", "obj_03"]}
+    splits = {"test": [f"obj_{i:02d}" for i in range(4)], "val": ["obj_04", "obj_05"]}
     (root / "dataset.json").write_text(json.dumps({"format": "scenemetrics.prism.dataset/1", "splits": splits}))
     return root
 
 
-def fake_nvs(kind: str, target: torch.Tensor, seed: int) -> torch.Tensor:
-    """``sharp``: the ground truth slightly blurred; ``broken``: with a noise patch in the middle."""
+def fake_nvs(kind: str, target: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
+    """Two fake NVS models that both get the view right except for one hallucinated region.
+
+    ``sharp`` fills the region smoothly (like the plausible inpaintings), ``broken`` with noise (like the
+    implausible ones).
+    """
+    size = target.shape[-1]
+    silhouette = (target < 0.999).any(dim=0).numpy()
+    mask = torch.from_numpy(_blob(rng, size, silhouette.astype(np.float32)))
     if kind == "sharp":
-        return F.avg_pool2d(target[None], 3, 1, 1)[0]
-    g = torch.Generator().manual_seed(seed)
-    out = target.clone()
-    a, b = target.shape[-1] // 3, 2 * target.shape[-1] // 3
-    out[:, a:b, a:b] = torch.rand(3, b - a, b - a, generator=g)
-    return out
+        fill = F.avg_pool2d(target[None], 5, 1, 2)[0]
+    else:
+        fill = torch.from_numpy(rng.random((3, size, size), dtype=np.float32))
+    return torch.where(mask, fill, target)
 
 
 def main() -> None:
@@ -197,7 +202,7 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="working folder (default: a temporary folder)")
     parser.add_argument("--model", default=None, help="a Zero123 diffusers folder (default: tiny random stand-in)")
     parser.add_argument("--image-size", type=int, default=64)
-    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args()
 
@@ -223,10 +228,11 @@ def main() -> None:
     trained = evaluate_head(cache, head, split="test")
 
     # two fake NVS models on the test objects' (source, target) pairs
-    anchors = anchor_embeddings_from_cache(cache, head, split="test")
+    # MMD anchors: ground-truth triplets of other objects (the paper's protocol uses held-out objects too)
+    anchors = anchor_embeddings_from_cache(cache, head, split="train")
     scores = {}
     test_pairs = []
-    for obj in ("obj_00", "obj_01"):
+    for obj in [f"obj_{i:02d}" for i in range(4)]:
         cams = json.loads((dataset / obj / "cameras.json").read_text())["views"]
         for pair in json.loads((dataset / obj / "pairs.json").read_text())["pairs"]:
             s, t = cams[pair["source"]], cams[pair["target"]]
@@ -240,7 +246,8 @@ def main() -> None:
     target = torch.stack([p[1] for p in test_pairs]).to(args.device)
     pose = torch.stack([p[2] for p in test_pairs]).to(args.device)
     for kind in ("sharp", "broken"):
-        pred = torch.stack([fake_nvs(kind, t, i) for i, t in enumerate(target.cpu())]).to(args.device)
+        rng = np.random.default_rng(1)
+        pred = torch.stack([fake_nvs(kind, t, rng) for t in target.cpu()]).to(args.device)
         distance = sm.PRISMDistance(extractor, head).to(args.device)
         mmd = sm.PRISMMMD(extractor, head, anchors=anchors).to(args.device)
         distance.update(source, pred, target, pose)

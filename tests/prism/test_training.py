@@ -315,7 +315,7 @@ def test_cli_embed_writes_a_cache_of_extractor_features(tiny_folders, extractor6
         assert torch.allclose(torch.tensor(row["pose"], dtype=torch.float64), expected_pose.double(), atol=1e-4)
         with torch.no_grad():
             direct = extractor64(src, tgt, torch.tensor(row["pose"]))
-        assert torch.allclose(torch.from_numpy(np.asarray(feats[anchor["gt"]])), direct[0], atol=1e-5)
+        assert torch.allclose(torch.from_numpy(np.array(feats[anchor["gt"]])), direct[0], atol=1e-5)
     # the anchor file holds the raw-mode embeddings of the test split's ground-truth rows
     anchors = load_anchors(anchors_file)
     expected = anchor_embeddings_from_cache(cache, None, split="test")

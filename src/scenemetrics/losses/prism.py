@@ -15,7 +15,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from scenemetrics.prism.features import Zero123Features, _embed_features
+from scenemetrics.prism.features import Zero123Features, embed_features
 
 __all__ = ["PRISMLoss"]
 
@@ -84,8 +84,8 @@ class PRISMLoss(nn.Module):
         src, prd, pose_b = extractor.check_inputs(source, pred, pose, target_name="pred", check_target_range=False)
         _, tgt, _ = extractor.check_inputs(source, target, pose)
         with torch.no_grad():
-            e_gt = _embed_features(extractor._features(src, tgt, pose_b), head)
-        e_pred = _embed_features(extractor._features(src, prd, pose_b), head)
+            e_gt = embed_features(extractor.forward_checked(src, tgt, pose_b), head)
+        e_pred = embed_features(extractor.forward_checked(src, prd, pose_b), head)
         d = 0.5 * torch.linalg.vector_norm(e_pred - e_gt, dim=-1)
         if self.reduction == "none":
             return d

@@ -461,7 +461,7 @@ def anchor_embeddings_from_cache(
         >>> head = ProjectionHead.load("head.safetensors")  # doctest: +SKIP
         >>> anchors = anchor_embeddings_from_cache("cache/", head, split="test")  # doctest: +SKIP
     """
-    from scenemetrics.prism.features import _embed_features
+    from scenemetrics.prism.features import embed_features
 
     if split is not None and split not in SPLITS:
         raise ValueError(f"`split` must be one of {SPLITS} or None; received {split!r}")
@@ -477,5 +477,5 @@ def anchor_embeddings_from_cache(
     with torch.no_grad():
         for start in range(0, len(rows), 4096):
             feats = torch.from_numpy(np.asarray(features[rows[start : start + 4096]], dtype=np.float32))
-            parts.append(_embed_features(feats.to(device), head).float().cpu())
+            parts.append(embed_features(feats.to(device), head).float().cpu())
     return torch.cat(parts)

@@ -40,6 +40,7 @@ __all__ = [
     "CLIP_STD",
     "Zero123Features",
     "block_channels",
+    "embed_features",
     "load_view",
     "prism_distance",
     "prism_embed",
@@ -338,10 +339,13 @@ class Zero123Features(nn.Module):
                 not ``(B, 3)``/``(3,)``, or half-precision weights on the CPU.
         """
         src, tgt, pose = self.check_inputs(source, target, pose)
-        return self._features(src, tgt, pose)
+        return self.forward_checked(src, tgt, pose)
 
-    def _features(self, src: Tensor, tgt: Tensor, pose: Tensor) -> Tensor:
-        """Features of checked inputs (float32, image_size, ``(B, 3)`` pose)."""
+    def forward_checked(self, src: Tensor, tgt: Tensor, pose: Tensor) -> Tensor:
+        """:meth:`forward` on inputs already returned by :meth:`check_inputs` (no validation repeated).
+
+        Used by ``prism_distance`` and ``PRISMLoss``, which validate prediction and target with different rules.
+        """
         out_device = src.device
         b = src.shape[0]
         if b == 0:
@@ -387,7 +391,11 @@ class Zero123Features(nn.Module):
         )
 
 
-def _embed_features(features: Tensor, head: nn.Module | None) -> Tensor:
+def embed_features(features: Tensor, head: nn.Module | None) -> Tensor:
+    """Embeddings of features: ``head(features)``, or the L2-normalised features with ``head=None`` ("raw" mode).
+
+    The head is moved to the features' device.
+    """
     if head is None:
         return F.normalize(features, p=2, dim=-1)
     head_param = next(head.parameters(), None)
@@ -416,7 +424,7 @@ def prism_embed(
         >>> from scenemetrics.prism import ProjectionHead, prism_embed
         >>> emb = prism_embed(extractor, ProjectionHead.load("head.safetensors"), src, tgt, pose)  # doctest: +SKIP
     """
-    return _embed_features(extractor(source, target, pose), head)
+    return embed_features(extractor(source, target, pose), head)
 
 
 def prism_distance(
@@ -449,8 +457,8 @@ def prism_distance(
     src, prd, pose_b = extractor.check_inputs(source, pred, pose, target_name="pred")
     _, tgt, _ = extractor.check_inputs(source, target, pose)
     b = src.shape[0]
-    feats = extractor._features(torch.cat([src, src]), torch.cat([prd, tgt]), torch.cat([pose_b, pose_b]))
-    emb = _embed_features(feats, head)
+    feats = extractor.forward_checked(torch.cat([src, src]), torch.cat([prd, tgt]), torch.cat([pose_b, pose_b]))
+    emb = embed_features(feats, head)
     return (0.5 * torch.linalg.vector_norm(emb[:b] - emb[b:], dim=-1)).clamp(0.0, 1.0)
 
 

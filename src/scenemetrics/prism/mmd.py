@@ -187,17 +187,17 @@ def _select_pass(
 
     ``window = (w0, w1)``: count the values below ``w0``, count and collect (up to ``cap``) those in ``[w0, w1]``.
     ``hist = (lo, hi, span)``: count the values below ``lo`` and histogram those in ``[lo, hi]`` into
-    ``_HIST_BINS`` bins of ``floor((v - lo) * bins / span)`` (clamped; computed in float64). That map is monotone in
-    ``v``, so each bin holds a contiguous run of the sorted values and ``[min, max]`` of a bin holds exactly its
-    values.
+    ``_HIST_BINS`` bins of ``floor((v - lo) * bins / span)`` (clamped; in float64 except on MPS). That map is
+    monotone in ``v``, so each bin holds a contiguous run of the sorted values and ``[min, max]`` of a bin holds
+    exactly its values.
     """
     res = _PassResult()
     pieces: list[Tensor] | None = [] if window is not None else None
     nb = _HIST_BINS
-    if hist is not None:
-        res.counts = torch.zeros(nb, dtype=torch.long, device=pairs.device)
-        res.mins = torch.full((nb,), math.inf, dtype=pairs.dtype, device=pairs.device)
-        res.maxs = torch.full((nb,), -math.inf, dtype=pairs.dtype, device=pairs.device)
+    counts = torch.zeros(nb, dtype=torch.long, device=pairs.device)
+    mins = torch.full((nb,), math.inf, dtype=pairs.dtype, device=pairs.device)
+    maxs = torch.full((nb,), -math.inf, dtype=pairs.dtype, device=pairs.device)
+    bin_dtype = torch.float32 if pairs.device.type == "mps" else torch.float64
     for tile in pairs.tiles():
         v = pairs.masked_values(tile)
         if window is not None:
@@ -214,12 +214,14 @@ def _select_pass(
             lo, hi, span = hist
             res.below_range += int(torch.count_nonzero(v < lo))
             inside = v[(v >= lo) & (v <= hi)]
-            idx = ((inside.double() - lo) * (nb / span)).floor_().clamp_(0, nb - 1).long()
-            res.counts += torch.bincount(idx, minlength=nb)
-            res.mins.scatter_reduce_(0, idx, inside, reduce="amin")
-            res.maxs.scatter_reduce_(0, idx, inside, reduce="amax")
+            idx = ((inside.to(bin_dtype) - lo) * (nb / span)).floor_().clamp_(0, nb - 1).long()
+            counts += torch.bincount(idx, minlength=nb)
+            mins.scatter_reduce_(0, idx, inside, reduce="amin")
+            maxs.scatter_reduce_(0, idx, inside, reduce="amax")
     if pieces is not None:
         res.collected = torch.cat(pieces) if pieces else torch.empty(0, dtype=pairs.dtype, device=pairs.device)
+    if hist is not None:
+        res.counts, res.mins, res.maxs = counts, mins, maxs
     return res
 
 
@@ -234,6 +236,11 @@ def _bracket(pairs: _PooledPairs, chunk_size: int, cap: int) -> tuple[float, flo
     half = min(0.5, 3.0 / math.sqrt(len(idx)), 0.45 * cap / pairs.num_pairs)
     last = len(vals) - 1
     return float(vals[max(0, round((0.5 - half) * last))]), float(vals[min(last, round((0.5 + half) * last))])
+
+
+def _adjacent(value: float, toward: float, dtype: torch.dtype) -> float:
+    """The representable ``dtype`` number next to ``value`` in the direction of ``toward``."""
+    return float(torch.tensor(value, dtype=dtype).nextafter(torch.tensor(toward, dtype=dtype)))
 
 
 def _lower_median_sq(pairs: _PooledPairs, chunk_size: int) -> Tensor:
@@ -254,15 +261,9 @@ def _lower_median_sq(pairs: _PooledPairs, chunk_size: int) -> Tensor:
         return kth(res.collected, k - res.below_window)
     # otherwise narrow down with histograms over the part of the value range that holds the rank
     if k < res.below_window:
-        lo, hi = (
-            0.0,
-            float(torch.tensor(window[0], dtype=pairs.dtype).nextafter(torch.tensor(-math.inf, dtype=pairs.dtype))),
-        )
+        lo, hi = 0.0, _adjacent(window[0], -math.inf, pairs.dtype)
     elif k >= res.below_window + res.in_window:
-        lo, hi = (
-            float(torch.tensor(window[1], dtype=pairs.dtype).nextafter(torch.tensor(math.inf, dtype=pairs.dtype))),
-            math.inf,
-        )
+        lo, hi = _adjacent(window[1], math.inf, pairs.dtype), math.inf
     else:
         lo, hi = window
     # d² <= (|a| + |b|)² <= 4 max |z|², up to rounding; larger values still land in the last bin

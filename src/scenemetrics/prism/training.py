@@ -567,7 +567,7 @@ def evaluate_head(
         has no triplet).
     """
     from scenemetrics.prism.data import enumerate_triplets
-    from scenemetrics.prism.features import _embed_features
+    from scenemetrics.prism.features import embed_features
 
     index, _ = read_feature_cache(cache_dir)
     triplets = enumerate_triplets(
@@ -583,7 +583,7 @@ def evaluate_head(
     with torch.no_grad():
         for start in range(0, len(data), batch_size):
             a, p, n, w = data.__getitems__(range(start, min(start + batch_size, len(data))))
-            emb = _embed_features(torch.cat([a, p, n]).to(device), head)
+            emb = embed_features(torch.cat([a, p, n]).to(device), head)
             ea, ep, en = emb.split(a.shape[0])
             _, losses, ok = triplet_loss(ea, ep, en, w.to(device), margin)
             weighted += float((w.to(device) * losses).sum())
