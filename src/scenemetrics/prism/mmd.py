@@ -192,7 +192,8 @@ def _select_pass(
     exactly its values.
     """
     res = _PassResult()
-    pieces: list[Tensor] | None = [] if window is not None else None
+    # pages of an empty buffer are only committed when written, so this costs what is collected, with no copy
+    buffer: Tensor | None = torch.empty(cap, dtype=pairs.dtype, device=pairs.device) if window is not None else None
     nb = _HIST_BINS
     counts = torch.zeros(nb, dtype=torch.long, device=pairs.device)
     mins = torch.full((nb,), math.inf, dtype=pairs.dtype, device=pairs.device)
@@ -204,12 +205,13 @@ def _select_pass(
             below = v < window[0]
             res.below_window += int(torch.count_nonzero(below))
             inside = v[(v <= window[1]) & ~below]
+            start = res.in_window
             res.in_window += inside.numel()
-            if pieces is not None:
+            if buffer is not None:
                 if res.in_window > cap:
-                    pieces = None
+                    buffer = None
                 else:
-                    pieces.append(inside)
+                    buffer[start : res.in_window] = inside
         if hist is not None:
             lo, hi, span = hist
             res.below_range += int(torch.count_nonzero(v < lo))
@@ -218,8 +220,8 @@ def _select_pass(
             counts += torch.bincount(idx, minlength=nb)
             mins.scatter_reduce_(0, idx, inside, reduce="amin")
             maxs.scatter_reduce_(0, idx, inside, reduce="amax")
-    if pieces is not None:
-        res.collected = torch.cat(pieces) if pieces else torch.empty(0, dtype=pairs.dtype, device=pairs.device)
+    if buffer is not None:
+        res.collected = buffer[: res.in_window]
     if hist is not None:
         res.counts, res.mins, res.maxs = counts, mins, maxs
     return res
@@ -249,8 +251,13 @@ def _lower_median_sq(pairs: _PooledPairs, chunk_size: int) -> Tensor:
     cap = max(1, _COLLECT_BYTES // torch.empty((), dtype=pairs.dtype).element_size())
 
     def kth(values: Tensor, rank: int) -> Tensor:
-        values = values.cpu() if values.device.type == "mps" else values
-        return torch.kthvalue(values, rank + 1).values.to(pairs.device)
+        """The rank-th smallest value (0-based); may reorder ``values``."""
+        if values.device.type == "cuda":
+            return torch.kthvalue(values, rank + 1).values
+        # NumPy's in-place partition needs no index array and no copy (kthvalue allocates both)
+        arr = values.cpu().numpy()
+        arr.partition(rank)
+        return torch.tensor(arr[rank], dtype=pairs.dtype, device=pairs.device)
 
     if pairs.num_pairs <= _SMALL_PAIRS:
         return kth(torch.cat([pairs.values(t) for t in pairs.tiles()]), k)
