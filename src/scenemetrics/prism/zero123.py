@@ -16,8 +16,8 @@ Example:
     >>> rel = relative_pose(torch.tensor([60.0, 350.0, 2.7]), torch.tensor([60.0, 10.0, 2.7]))
     >>> [round(v, 4) for v in rel.tolist()]
     [0.0, 20.0, 0.0]
-    >>> encode_pose(torch.tensor([0.0, 90.0, 0.0])).round(decimals=4).tolist()
-    [[0.0, 1.0, -0.0, 0.0]]
+    >>> [round(v, 4) + 0.0 for v in encode_pose(torch.tensor([0.0, 90.0, 0.0]))[0].tolist()]
+    [0.0, 1.0, 0.0, 0.0]
 """
 
 from __future__ import annotations
