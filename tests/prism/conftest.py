@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import prism_tiny
 import pytest
+
+from . import prism_tiny
 
 
 @pytest.fixture(scope="session")

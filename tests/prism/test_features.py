@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import copy
 
-import prism_tiny
 import pytest
 import torch
 import torch.nn.functional as F
+
+from . import prism_tiny
 
 pytest.importorskip("diffusers")
 pytest.importorskip("transformers")

@@ -7,10 +7,11 @@ import math
 from pathlib import Path
 
 import numpy as np
-import prism_tiny
 import pytest
 import torch
 from PIL import Image
+
+from . import prism_tiny
 
 pytest.importorskip("lightning")
 pytest.importorskip("safetensors")
