@@ -543,12 +543,13 @@ def _thumbnail(render: Any, sim_map: Any, height: int) -> Any:
     return viz.hstack([small[0].clamp(0, 1), colored], separator=2)
 
 
-def _objects(result: Any, view: str) -> list[dict]:
+def _objects(metric: Any, result: Any, view: str) -> list[dict]:
     import importlib
 
     names = None
-    with contextlib.suppress(ImportError, AttributeError):
-        names = importlib.import_module("scenemetrics.osim").COCO_CLASSES
+    if "OSIM" in {cls.__name__ for cls in type(metric).__mro__}:
+        with contextlib.suppress(ImportError, AttributeError):
+            names = importlib.import_module("scenemetrics.osim").COCO_CLASSES
     classes = [int(c) for c in result.classes.tolist()]
     return [
         {
@@ -747,7 +748,7 @@ def _evaluate_unit(
                         )
                     result = getattr(metric, "last_result", None)
                     if result is not None and hasattr(result, "r") and hasattr(result, "classes"):
-                        objects.setdefault(name, []).extend(_objects(result, view.name))
+                        objects.setdefault(name, []).extend(_objects(metric, result, view.name))
                 except Exception as err:
                     fail(name, err)
                 timings[name] = timings.get(name, 0.0) + time.perf_counter() - t0
