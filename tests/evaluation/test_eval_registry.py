@@ -77,18 +77,23 @@ def test_resolve_metrics_errors_and_all():
     with pytest.raises(ValueError, match="empty"):
         resolve_metrics([" ", ""])
     entries, unavailable = resolve_metrics(["all"])
-    assert unavailable == {}
     assert {"psnr", "ssim", "lpips", "puzzlesim"} <= {e.name for e in entries}
+    assert sorted([e.name for e in entries] + list(unavailable)) == sorted(metric_names())
+    assert "prism_mmd" in unavailable  # no anchor file given (or no PRISM room)
 
 
 def test_unavailable_metric_names_the_reason():
-    register_metric("needs_x_t", lambda cfg: None, requires=lambda: 'needs foo: pip install "scenemetrics[foo]"')
+    register_metric("needs_x_t", lambda cfg: None, requires=lambda cfg: 'needs foo: pip install "scenemetrics[foo]"')
+    register_metric("needs_opt_t", lambda cfg: None, requires=lambda cfg: None if cfg.options.get("k") else "needs k")
     try:
-        entries, unavailable = resolve_metrics(["psnr", "needs_x_t"])
+        entries, unavailable = resolve_metrics(["psnr", "needs_x_t", "needs_opt_t"])
         assert [e.name for e in entries] == ["psnr"]
-        assert unavailable == {"needs_x_t": 'needs foo: pip install "scenemetrics[foo]"'}
+        assert unavailable == {"needs_x_t": 'needs foo: pip install "scenemetrics[foo]"', "needs_opt_t": "needs k"}
+        entries, unavailable = resolve_metrics(["needs_opt_t"], {"needs_opt_t": {"k": 1}})
+        assert [e.name for e in entries] == ["needs_opt_t"] and unavailable == {}
     finally:
         unregister_metric("needs_x_t")
+        unregister_metric("needs_opt_t")
 
 
 @pytest.mark.skipif(_has("scenemetrics.osim", "OSIM"), reason="the OSIM room is installed (merged)")

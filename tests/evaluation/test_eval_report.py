@@ -105,10 +105,7 @@ def _chromium() -> str | None:
 
 _PROBE = """
 <script>
-Promise.all(Array.from(document.images, (img) => {
-  img.loading = "eager";
-  return img.decode().then(() => true, () => false);
-})).then(() => {
+window.addEventListener("load", () => {
   const info = Array.from(document.images, (img) => [img.getAttribute("src"), img.naturalWidth, img.naturalHeight]);
   document.body.setAttribute("data-probe", JSON.stringify(info));
 });
@@ -120,7 +117,8 @@ Promise.all(Array.from(document.images, (img) => {
 def test_report_opens_in_headless_chromium(report, tmp_path):
     page = (report / "report" / "index.html").read_text()
     probe = report / "report" / "probe.html"  # next to index.html so relative paths resolve the same way
-    probe.write_text(page.replace("</body>", _PROBE + "</body>"))
+    # eager loading, so the window's load event waits for every image (the report itself loads them lazily)
+    probe.write_text(page.replace('loading="lazy"', 'loading="eager"').replace("</body>", _PROBE + "</body>"))
     cmd = [
         _chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",

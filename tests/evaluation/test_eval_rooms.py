@@ -148,6 +148,16 @@ def _tiny_zero123(folder: Path) -> Path:
 
 
 @needs_prism
+def test_prism_requirements_name_the_missing_flag():
+    from scenemetrics.evaluation import get_metric
+
+    assert get_metric("prism").unavailable_reason({}) is None
+    assert "--prism-model" in get_metric("prism").unavailable_reason({}, random_weights=True)
+    assert get_metric("prism").unavailable_reason({"model": "dir"}, random_weights=True) is None
+    assert "--prism-anchors" in get_metric("prism_mmd").unavailable_reason({"model": "dir"})
+
+
+@needs_prism
 def test_prism_distance_and_mmd_from_cameras(copy_tree, tmp_path):
     prism = importlib.import_module("scenemetrics.prism")
     root = copy_tree()

@@ -219,11 +219,31 @@ def test_usage_errors(tree, tmp_path, capsys):
     assert "unknown metric 'nosuch'" in capsys.readouterr().err
     assert _eval(tree, out, "--thumbnails", "-1", metrics="psnr") == 1
     assert _eval(tree, out, "--layout", "colmap", metrics="psnr") == 2
+    assert _eval(tree / "missing", out, metrics="psnr") == 1
+    assert "`root`" in capsys.readouterr().err
     assert not (out / RESULTS_FILE).exists()
 
 
+def test_an_unexpected_failure_fails_only_its_unit(tree, tmp_path, monkeypatch):
+    from scenemetrics.evaluation import runner
+
+    real = runner._evaluate_unit
+
+    def flaky(unit, *args, **kwargs):
+        if unit.key == "m_art/beta":
+            raise RuntimeError("boom")
+        return real(unit, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "_evaluate_unit", flaky)
+    out = tmp_path / "out"
+    assert _eval(tree, out, metrics="psnr,standin") == 1
+    status = {(s["method"], s["scene"]): s["status"] for s in read_json(out / "results.json")["scenes"]}
+    assert status.pop(("m_art", "beta")) == {"psnr": "error", "standin": "error"}
+    assert all(st == {"psnr": "ok", "standin": "ok"} for st in status.values())
+
+
 def test_unavailable_metric_warns_and_the_others_run(tree, tmp_path):
-    register_metric("needs_x_t", lambda cfg: None, requires=lambda: 'needs x: pip install "scenemetrics[x]"')
+    register_metric("needs_x_t", lambda cfg: None, requires=lambda cfg: 'needs x: pip install "scenemetrics[x]"')
     try:
         out = tmp_path / "out"
         with pytest.warns(UserWarning, match=r"metric 'needs_x_t' is unavailable .*scenemetrics\[x\]"):

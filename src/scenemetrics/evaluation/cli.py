@@ -210,8 +210,8 @@ def run(args: argparse.Namespace) -> int:
     summary = run_evaluation(config)
     if summary is None or config.dry_run:  # a non-zero rank, or nothing evaluated
         return 0
+    _print_leaderboard(summary.files["results.json"])
     if not args.quiet:
-        _print_leaderboard(summary.files["results.json"])
         print(
             f"{summary.evaluated} unit(s) evaluated, {summary.skipped_done} already done; results in {summary.out}",
             file=sys.stderr,

@@ -124,7 +124,8 @@ class MetricEntry:
             skipped for this metric with a warning.
         higher_is_better: for the leaderboard (``None``: take the metric class's ``higher_is_better``).
         description: one line for ``--help`` and the report.
-        requires: returns why the metric cannot be built here (missing room or extra), or ``None``.
+        requires: ``requires(config) -> str | None``: why the metric cannot run with this configuration (missing
+            room or extra, missing required option), or ``None``. ``config.device`` is ``None`` at that point.
         arguments: ``arguments(metric, item, options) -> tuple`` of positional ``update`` arguments; ``None``
             follows the dispatch rules (:func:`default_arguments`).
         per_view: also record each view's value (``metric(*args)``, torchmetrics' forward); ``False`` for metrics
@@ -138,14 +139,16 @@ class MetricEntry:
     inputs: frozenset[str] = frozenset({"gt"})
     higher_is_better: bool | None = None
     description: str = ""
-    requires: Callable[[], str | None] | None = None
+    requires: Callable[[MetricConfig], str | None] | None = None
     arguments: Callable[[Any, ViewItem, Mapping[str, Any]], tuple] | None = None
     per_view: bool = True
     fingerprint_options: tuple[str, ...] | None = None
 
-    def unavailable_reason(self) -> str | None:
-        """Why this metric cannot run in this installation, or ``None``."""
-        return self.requires() if self.requires is not None else None
+    def unavailable_reason(self, options: Mapping[str, Any] | None = None, random_weights: bool = False) -> str | None:
+        """Why this metric cannot run with these options in this installation, or ``None``."""
+        if self.requires is None:
+            return None
+        return self.requires(MetricConfig(self.name, dict(options or {}), None, random_weights))
 
 
 _REGISTRY: dict[str, MetricEntry] = {}
@@ -158,7 +161,7 @@ def register_metric(
     inputs: Sequence[str] = ("gt",),
     higher_is_better: bool | None = None,
     description: str = "",
-    requires: Callable[[], str | None] | None = None,
+    requires: Callable[[MetricConfig], str | None] | None = None,
     arguments: Callable[[Any, ViewItem, Mapping[str, Any]], tuple] | None = None,
     per_view: bool = True,
     fingerprint_options: Sequence[str] | None = None,
@@ -267,10 +270,14 @@ def load_plugins(plugins: Sequence[str] = (), *, entry_points: bool = True) -> N
             _LOADED_PLUGINS.add(key)
 
 
-def resolve_metrics(names: Sequence[str]) -> tuple[list[MetricEntry], dict[str, str]]:
-    """Look up the requested metrics.
+def resolve_metrics(
+    names: Sequence[str],
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    random_weights: bool = False,
+) -> tuple[list[MetricEntry], dict[str, str]]:
+    """Look up the requested metrics and check that each can run (:attr:`MetricEntry.requires`).
 
-    ``"all"`` expands to every registered metric (unavailable ones are then dropped silently).
+    ``"all"`` expands to every registered metric.
 
     Returns:
         ``(available entries in the requested order, {name: why unavailable})``.
@@ -290,10 +297,10 @@ def resolve_metrics(names: Sequence[str]) -> tuple[list[MetricEntry], dict[str, 
     entries, unavailable = [], {}
     for name in names:
         entry = get_metric(name)
-        reason = entry.unavailable_reason()
+        reason = entry.unavailable_reason((options or {}).get(name), random_weights)
         if reason is None:
             entries.append(entry)
-        elif not expand_all:
+        else:
             unavailable[name] = reason
     return entries, unavailable
 
@@ -346,7 +353,7 @@ _LPIPS_BACKBONES = MappingProxyType({"alex": "alexnet", "vgg": "vgg16", "squeeze
 
 
 def _room_requirement(module: str, attr: str, room: str, extras: Sequence[tuple[str, str]] = ()) -> Callable:
-    def check() -> str | None:
+    def check(config: MetricConfig) -> str | None:
         try:
             mod = importlib.import_module(module)
             getattr(mod, attr)
@@ -509,11 +516,6 @@ _PRISM_EXTRACTOR_OPTIONS = ("timestep", "noise_seed", "image_size", "revision", 
 def _prism_parts(config: MetricConfig) -> tuple[Any, Any]:
     prism = importlib.import_module("scenemetrics.prism")
     model = config.options.get("model")
-    if config.random_weights and model is None:
-        raise ValueError(
-            f"{config.name}: PRISM has no random-weight helper; with --random-weights pass a local Zero123 folder "
-            "(--prism-model DIR)"
-        )
     kwargs = {k: config.options[k] for k in _PRISM_EXTRACTOR_OPTIONS if config.options.get(k) is not None}
     extractor = prism.Zero123Features.from_pretrained(model, device=config.device, resize=True, **kwargs)
     head_path = config.options.get("head")
@@ -536,14 +538,8 @@ def _build_prism(config: MetricConfig) -> Any:
 
 def _build_prism_mmd(config: MetricConfig) -> Any:
     prism = importlib.import_module("scenemetrics.prism")
-    anchors = config.options.get("anchors")
-    if anchors is None:
-        raise ValueError(
-            "prism_mmd needs an anchor file of ground-truth triplet embeddings (--prism-anchors FILE, e.g. from "
-            "`scenemetrics prism embed ... --anchors-out FILE`)"
-        )
     extractor, head = _prism_parts(config)
-    return prism.PRISMMMD(extractor, head, anchors=anchors)
+    return prism.PRISMMMD(extractor, head, anchors=config.options["anchors"])
 
 
 def _center_square(x: Any) -> Any:
@@ -560,9 +556,28 @@ def _prism_arguments(metric: Any, item: ViewItem, options: Mapping[str, Any]) ->
     return args
 
 
-_PRISM_REQ = _room_requirement(
+_PRISM_ROOM = _room_requirement(
     "scenemetrics.prism", "PRISMDistance", "PRISM", (("diffusers", "prism"), ("transformers", "prism"))
 )
+
+
+def _prism_requirement(config: MetricConfig) -> str | None:
+    reason = _PRISM_ROOM(config)
+    if reason is None and config.random_weights and config.options.get("model") is None:
+        reason = "PRISM has no random-weight helper; with --random-weights pass a local Zero123 folder (--prism-model)"
+    return reason
+
+
+def _prism_mmd_requirement(config: MetricConfig) -> str | None:
+    reason = _prism_requirement(config)
+    if reason is None and config.options.get("anchors") is None:
+        reason = (
+            "needs an anchor file of ground-truth triplet embeddings (--prism-anchors FILE, e.g. from "
+            "`scenemetrics prism embed ... --anchors-out FILE`)"
+        )
+    return reason
+
+
 _PRISM_FINGERPRINT = ("model", "head", "anchors", "center_crop", *_PRISM_EXTRACTOR_OPTIONS)
 
 register_metric(
@@ -609,7 +624,7 @@ register_metric(
     inputs=("gt", "cameras"),
     higher_is_better=False,
     description="PRISM distance D in [0, 1] between (source, pose, render) and (source, pose, ground truth)",
-    requires=_PRISM_REQ,
+    requires=_prism_requirement,
     arguments=_prism_arguments,
     fingerprint_options=_PRISM_FINGERPRINT,
 )
@@ -619,7 +634,7 @@ register_metric(
     inputs=("cameras",),
     higher_is_better=False,
     description="PRISM MMD^2 between the (source, pose, render) embeddings and an anchor set of ground-truth triplets",
-    requires=_PRISM_REQ,
+    requires=_prism_mmd_requirement,
     arguments=_prism_arguments,
     per_view=False,
     fingerprint_options=_PRISM_FINGERPRINT,

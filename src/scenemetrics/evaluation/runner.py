@@ -863,7 +863,7 @@ def _print(msg: str, quiet: bool = False) -> None:
 
 def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
     load_plugins(config.plugins)
-    entries, unavailable = resolve_metrics(config.metrics)
+    entries, unavailable = resolve_metrics(config.metrics, config.options, config.random_weights)
     for name, value in config.options.items():
         get_metric(name)  # an option for an unknown metric is a usage error
         if not isinstance(value, Mapping):
@@ -878,16 +878,27 @@ def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
         raise ValueError(
             "none of the requested metrics can run here: " + "; ".join(f"{n}: {why}" for n, why in unavailable.items())
         )
-    lock = _out_lock(out) if rank0 and not config.dry_run else contextlib.nullcontext()
-    with lock:
-        plan = None
+    with contextlib.ExitStack() as stack:
+        # rank-0-only steps (lock, planning, commits) broadcast their failure, so no rank waits in a collective
+        plan, failure = None, None
         if rank0:
-            for name, why in unavailable.items():
-                warnings.warn(f"metric {name!r} is unavailable and is not evaluated: {why}", UserWarning, stacklevel=2)
-            if config.random_weights:
-                _print("!! " + RANDOM_BANNER + " !!")
-            plan = _plan(config, entries, unavailable)
-        plan = dist.broadcast(plan)
+            try:
+                if not config.dry_run:
+                    stack.enter_context(_out_lock(out))
+                for name, why in unavailable.items():
+                    warnings.warn(
+                        f"metric {name!r} is unavailable and is not evaluated: {why}", UserWarning, stacklevel=2
+                    )
+                if config.random_weights:
+                    _print("!! " + RANDOM_BANNER + " !!")
+                plan = _plan(config, entries, unavailable)
+            except Exception as err:
+                failure = err
+        plan, message = dist.broadcast((plan, None if failure is None else _error_text(failure)))
+        if failure is not None:
+            raise failure
+        if message is not None:
+            raise RuntimeError(f"rank 0 stopped the evaluation: {message}")
         pending = [u for u in plan.units if plan.todo[u.key]]
         if config.dry_run:
             if rank0:
@@ -896,22 +907,21 @@ def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
                     print(f"{u.key} [{u.layout}, {len(u.views)} views]: {what}")
             return EvalSummary(out=out, unavailable=dict(unavailable)) if rank0 else None
         summary = EvalSummary(out=out, skipped_done=len(plan.units) - len(pending), unavailable=dict(unavailable))
-        with tempfile.TemporaryDirectory(prefix="scenemetrics-eval-") as work:
-            metrics = _Metrics(config, dist.device, Path(work))
-            show = rank0 and not config.quiet
-            rounds = math.ceil(len(pending) / dist.world_size)
-            from tqdm.auto import tqdm
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="scenemetrics-eval-")))
+        metrics = _Metrics(config, dist.device, work)
+        show = rank0 and not config.quiet
+        from tqdm.auto import tqdm
 
-            overall = tqdm(total=len(pending), desc="units", disable=not show, file=sys.stderr)
-            skipped: dict[tuple[str, str], list[str]] = {}
-            for k in range(rounds):
-                i = k * dist.world_size + dist.rank
-                payload = None
-                if i < len(pending):
-                    unit = pending[i]
-                    payload = _evaluate_unit(unit, plan.todo[unit.key], metrics, config, show)
-                gathered = dist.all_gather(payload)
-                if rank0:
+        overall = stack.enter_context(tqdm(total=len(pending), desc="units", disable=not show, file=sys.stderr))
+        skipped: dict[tuple[str, str], list[str]] = {}
+        for k in range(math.ceil(len(pending) / dist.world_size)):
+            i = k * dist.world_size + dist.rank
+            payload = None
+            if i < len(pending):
+                payload = _evaluate_unit_safely(pending[i], plan.todo[pending[i].key], metrics, config, show)
+            gathered = dist.all_gather(payload)
+            if rank0:
+                try:
                     for r, p in enumerate(gathered):
                         if p is None:
                             continue
@@ -926,16 +936,44 @@ def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
                                 key = (name, cell["reason"])
                                 skipped.setdefault(key, []).append(f"{record['method']}/{record['scene']}")
                         overall.update(1)
-            overall.close()
-            for (name, reason), units in skipped.items():
-                where = ", ".join(units[:3]) + (f" and {len(units) - 3} more" if len(units) > 3 else "")
-                warnings.warn(f"{name} skipped for {len(units)} unit(s) ({where}): {reason}", UserWarning, stacklevel=2)
-            dist.barrier()
-            if not rank0:
-                return None
-            from scenemetrics.evaluation.report import finalize
+                except Exception as err:
+                    failure = err
+            message = dist.broadcast(None if failure is None else _error_text(failure))
+            if failure is not None:
+                raise failure
+            if message is not None:
+                raise RuntimeError(f"rank 0 stopped the evaluation: {message}")
+        for (name, reason), units in skipped.items():
+            where = ", ".join(units[:3]) + (f" and {len(units) - 3} more" if len(units) > 3 else "")
+            warnings.warn(f"{name} skipped for {len(units)} unit(s) ({where}): {reason}", UserWarning, stacklevel=2)
+        dist.barrier()
+        if not rank0:
+            return None
+        from scenemetrics.evaluation.report import finalize
 
-            return finalize(config, plan, metrics, summary)
+        return finalize(config, plan, metrics, summary)
+
+
+def _evaluate_unit_safely(
+    unit: Unit, names: Sequence[str], metrics: _Metrics, config: EvalConfig, show_progress: bool
+) -> dict[str, Any]:
+    """:func:`_evaluate_unit`, turning an unexpected failure into an error for every metric of the unit."""
+    try:
+        return _evaluate_unit(unit, names, metrics, config, show_progress)
+    except Exception as err:
+        cell = {"status": "error", "error": _error_text(err), "traceback": traceback.format_exc()[-4000:]}
+        return {
+            "method": unit.method,
+            "scene": unit.scene,
+            "layout": unit.layout,
+            "num_views": len(unit.views),
+            "metrics": {name: dict(cell) for name in names},
+            "states": {},
+            "thumbs": {},
+            "objects": {},
+            "warnings": [],
+            "seconds": 0.0,
+        }
 
 
 def pooled_values(metric: Any, unit_states: Sequence[Mapping[str, Any]], tag: str) -> dict[str, float]:
