@@ -12,6 +12,7 @@ import importlib.util
 import json
 import math
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
@@ -185,8 +186,11 @@ def test_prism_distance_and_mmd_from_cameras(copy_tree, tmp_path):
         "--prism-model", str(model), "--prism-center-crop", "--prism-anchors", str(tmp_path / "anchors.safetensors"),
         "--metric-option", "prism.image_size=64", "--metric-option", "prism_mmd.image_size=64",
     ]  # fmt: skip
-    with pytest.warns(UserWarning, match="prism skipped for 1 unit"):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         assert main(args) == 0
+    skips = sorted(str(w.message).split(" (")[0] for w in caught if "skipped for" in str(w.message))
+    assert skips == ["prism skipped for 1 unit(s)", "prism_mmd skipped for 1 unit(s)"]
     extractor = prism.Zero123Features.from_pretrained(model, resize=True, image_size=64)
     rows = {(r["method"], r["scene"]): r for r in read_csv(out / "results.csv")}
     for method in METHODS:
