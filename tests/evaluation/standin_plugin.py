@@ -67,3 +67,12 @@ register_metric(
     arguments=_arguments,
     fingerprint_options=(),
 )
+register_metric(
+    "standin_scene",
+    lambda config: StandInMAE(),
+    inputs=("gt",),
+    higher_is_better=False,
+    description="stand-in without per-view values: only update() and one compute() per scene (tests)",
+    per_view=False,
+    fingerprint_options=(),
+)

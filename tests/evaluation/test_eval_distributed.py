@@ -18,7 +18,7 @@ from .conftest import METHODS, PLUGIN, PYTHON, SCENES, VIEWS, read_csv, read_jso
 
 pytestmark = pytest.mark.slow
 
-METRICS = "psnr,ssim,puzzlesim,standin"
+METRICS = "psnr,ssim,puzzlesim,standin,standin_scene"
 
 
 def _args(root: Path, out: Path, log: Path, *extra: str) -> list[str]:

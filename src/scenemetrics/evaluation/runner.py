@@ -11,12 +11,13 @@ Flow (every rank runs :func:`run_evaluation`):
    ``states/<method>/<scene>/<run>.pt`` (write, fsync, rename), map thumbnails to ``report/thumbs/``, then one JSON
    line appended to ``results.jsonl`` with flush + fsync. That line is the commit: a run killed at any point loses
    only the units not yet committed, and a rerun skips the committed ones.
-3. A unit is evaluated on one rank with fresh metric states (``reset()``) and ``sync_on_compute=False``: the scene
-   score is that rank's ``compute()``. A failure of one metric in one unit is recorded (``error`` with the message and
+3. A unit is evaluated on one rank with fresh metric states (``reset()``), never synchronised with other ranks
+   (``sync_on_compute=False`` and a ``distributed_available_fn`` that says no): the scene score is that rank's
+   ``compute()``. A failure of one metric in one unit is recorded (``error`` with the message and
    traceback) and everything else continues; a rerun retries it.
 4. Rank 0 then writes the tables and the report (:mod:`scenemetrics.evaluation.report`). Per-method **pooled**
-   values combine the states of all the method's units with each state's ``dist_reduce_fx``, exactly as torchmetrics
-   combines DDP ranks when it syncs (each unit playing a rank).
+   values combine the states of all the method's units through torchmetrics' own ``Metric.sync`` with a gather
+   function that returns the units' states (:func:`pooled_values`): each unit plays a rank.
 
 Example:
     >>> from scenemetrics.evaluation import EvalConfig
@@ -38,7 +39,7 @@ import tempfile
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -398,18 +399,14 @@ def _unit_inputs(unit: Unit) -> str:
 
 def _plan(config: EvalConfig, entries: list[MetricEntry], unavailable: dict[str, str]) -> _Plan:
     out = Path(config.out)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        units = discover_units(
-            config.root,
-            layout=config.layout,
-            data=config.data,
-            split=config.split,
-            methods=config.methods,
-            scenes=config.scenes,
-        )
-    for w in caught:
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    units = discover_units(
+        config.root,
+        layout=config.layout,
+        data=config.data,
+        split=config.split,
+        methods=config.methods,
+        scenes=config.scenes,
+    )
     fingerprints = {
         e.name: metric_fingerprint(e, config.options.get(e.name, {}), config.random_weights) for e in entries
     }
@@ -433,6 +430,10 @@ def _plan(config: EvalConfig, entries: list[MetricEntry], unavailable: dict[str,
 
 
 # ---- metrics per process -------------------------------------------------------------------------------------------
+
+
+def _not_distributed() -> bool:
+    return False
 
 
 class _Metrics:
@@ -465,8 +466,9 @@ class _Metrics:
                     raise TypeError(
                         f"the factory of metric {name!r} returned {type(metric).__name__}, not a torchmetrics.Metric"
                     )
-                # a unit is scored on one process: its compute() must not sync with units of other ranks
+                # a unit is scored on one process: its compute() must never sync with the units of other ranks
                 metric.sync_on_compute = False
+                metric.distributed_available_fn = _not_distributed
                 metric.to(self.device)
             except BaseException as err:
                 self._failed[name] = err
@@ -668,6 +670,7 @@ def _evaluate_unit(
             fail(name, err)
 
     cameras: dict[str, Any] = {}
+    sources: dict[Path, Any] = {}
     if any("cameras" in get_metric(n).inputs for n in active):
         try:
             cameras = read_cameras(unit.cameras)
@@ -717,7 +720,9 @@ def _evaluate_unit(
                 source = pose = None
                 if view.name in cameras:
                     cam = cameras[view.name]
-                    source = _load_image(cam.source, config.background, notes).to(metrics.device)[None]
+                    if cam.source not in sources:  # many views usually share one source view
+                        sources[cam.source] = _load_image(cam.source, config.background, notes).to(metrics.device)
+                    source = sources[cam.source][None]
                     pose = _pose_tensor(cam).to(metrics.device)
             except Exception as err:
                 for n in list(active):
@@ -977,41 +982,49 @@ def _evaluate_unit_safely(
 
 
 def pooled_values(metric: Any, unit_states: Sequence[Mapping[str, Any]], tag: str) -> dict[str, float]:
-    """``compute()`` over the combined states of several units, combined as torchmetrics syncs DDP ranks.
+    """``compute()`` over the states of several units combined by torchmetrics' own sync, each unit playing a rank.
 
-    Each state is stacked over the units and reduced with its ``dist_reduce_fx`` (sum, mean, max, min, cat, or
-    ``None``: kept as the list of values); list states are concatenated. The metric is reset before and after.
+    ``metric.sync(dist_sync_fn=...)`` runs torchmetrics' DDP synchronisation with a gather function that returns the
+    units' states instead of the processes': each state is then reduced with its ``dist_reduce_fx`` (sum, mean, max,
+    min, cat, or ``None``: the list of values), exactly as after a multi-process ``compute()``. The metric is reset
+    before and after.
 
     Raises:
-        ValueError: a unit's states lack one of the metric's states.
+        ValueError: no unit, or a unit's states lack one of the metric's states.
     """
     import torch
-    from torch import Tensor
 
+    if not unit_states:
+        raise ValueError(f"{tag}: no unit states to pool")
     metric.reset()
+    gathered: dict[int, list] = {}
+    synced = False
     try:
-        reductions: Mapping[str, Callable | None] = metric._reductions  # torchmetrics' own dist_reduce_fx table
-        defaults = metric._defaults
-        for attr, reduce_fn in reductions.items():
+        for attr, default in metric.metric_state.items():
             values = []
             for states in unit_states:
                 if attr not in states:
                     raise ValueError(f"{tag}: stored states lack {attr!r}; rerun with --force")
                 values.append(states[attr])
-            if isinstance(defaults[attr], list):
-                # list states stay lists (reset() clears them in place): one reduced tensor, or every element
-                flat = [t.to(metric.device) for v in values for t in v]
-                reduced = [reduce_fn(flat)] if (reduce_fn is not None and flat) else flat
+            if isinstance(default, list):
+                # as torchmetrics does before gathering: one rank's list is concatenated into one tensor
+                parts = [torch.cat([t.reshape(-1) if t.ndim == 0 else t for t in v]) for v in values if v]
+                placeholder = torch.empty(0, device=metric.device)
+                setattr(metric, attr, [placeholder])
+                gathered[id(placeholder)] = [t.to(metric.device) for t in parts]
             else:
-                stacked = torch.stack([v.to(metric.device) for v in values]) if values else defaults[attr]
-                reduced = reduce_fn(stacked) if (reduce_fn is not None and values) else stacked
-            if isinstance(reduced, Tensor) and isinstance(defaults[attr], Tensor):
-                reduced = reduced.to(defaults[attr].dtype)
-            setattr(metric, attr, reduced)
-        metric._update_count = len(unit_states)  # compute() warns for a metric that "saw" no update
-        metric._computed = None
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return _scalars(metric.compute(), tag)
+                placeholder = values[0].to(metric.device).clone()
+                setattr(metric, attr, placeholder)
+                gathered[id(placeholder)] = [v.to(metric.device) for v in values]
+
+        def gather(tensor: Any, group: Any = None) -> list:
+            return gathered[id(tensor)]
+
+        metric.sync(dist_sync_fn=gather, should_sync=True, distributed_available=lambda: True)
+        synced = True
+        # the class's own compute on the synced states (the instance's wrapped compute would try to sync again)
+        return _scalars(type(metric).compute(metric), tag)
     finally:
+        if synced:
+            metric.unsync()  # back to the placeholders (list states must be lists again for reset())
         metric.reset()
