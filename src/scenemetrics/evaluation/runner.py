@@ -859,11 +859,11 @@ def _out_lock(out: Path) -> Iterator[None]:
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
-def _print(msg: str, quiet: bool = False) -> None:
-    if not quiet:
-        from tqdm.auto import tqdm
+def _print(msg: str) -> None:
+    """One line on stderr that does not break the progress bars."""
+    from tqdm.auto import tqdm
 
-        tqdm.write(msg, file=sys.stderr)
+    tqdm.write(msg, file=sys.stderr)
 
 
 def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
