@@ -1,0 +1,56 @@
+"""``scenemetrics eval``: every metric of the package (and torchmetrics' PSNR/SSIM/LPIPS) over whole result trees.
+
+One command scores ``<root>/<method>/<scene>/`` folders (own layout, NerfBaselines predictions, ns-render output),
+shards the (method, scene) units over processes with Lightning Fabric, commits each finished unit atomically so a
+rerun resumes, and writes a leaderboard (CSV/JSON) and a static HTML report. Names are imported lazily.
+
+Example:
+    >>> from scenemetrics import evaluation
+    >>> "puzzlesim" in evaluation.metric_names()
+    True
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "LAYOUTS": "layout",
+    "CameraEntry": "layout",
+    "Unit": "layout",
+    "View": "layout",
+    "detect_layout": "layout",
+    "discover_units": "layout",
+    "read_cameras": "layout",
+    "INPUTS": "registry",
+    "MetricConfig": "registry",
+    "MetricEntry": "registry",
+    "ViewItem": "registry",
+    "default_arguments": "registry",
+    "get_metric": "registry",
+    "load_plugins": "registry",
+    "metric_kind": "registry",
+    "metric_names": "registry",
+    "register_metric": "registry",
+    "resolve_metrics": "registry",
+    "unregister_metric": "registry",
+    "EvalConfig": "runner",
+    "EvalSummary": "runner",
+    "pooled_values": "runner",
+    "read_records": "runner",
+    "run_evaluation": "runner",
+    "format_value": "report",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"scenemetrics.evaluation.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'scenemetrics.evaluation' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,97 @@
+"""`python -m scenemetrics eval` as a real command: 2 CPU processes (gloo) vs 1, and a run killed midway."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from scenemetrics.cli import main
+from scenemetrics.evaluation.runner import RESULTS_FILE
+
+from .conftest import METHODS, PLUGIN, PYTHON, SCENES, VIEWS, read_csv, read_jsonl, subprocess_env
+
+pytestmark = pytest.mark.slow
+
+METRICS = "psnr,ssim,puzzlesim,standin,standin_scene"
+
+
+def _args(root: Path, out: Path, log: Path, *extra: str) -> list[str]:
+    return [
+        "eval", "--root", str(root), "--out", str(out), "--metrics", METRICS, "--plugin", str(PLUGIN),
+        "--random-weights", "--quiet", "--device", "cpu", "--metric-option", f"standin.log={log}", *extra,
+    ]  # fmt: skip
+
+
+def _same_table(a: list[dict[str, str]], b: list[dict[str, str]]) -> None:
+    assert a and list(a[0]) == list(b[0])
+    assert [(r["method"], r.get("scene")) for r in a] == [(r["method"], r.get("scene")) for r in b]
+    for ra, rb in zip(a, b, strict=True):
+        for key in ra:
+            if key in ("method", "scene"):
+                continue
+            va, vb = float(ra[key]), float(rb[key])
+            assert va == vb or (math.isfinite(va) and va == pytest.approx(vb, rel=1e-5, abs=1e-7)), (key, ra, rb)
+
+
+def test_two_processes_give_the_table_of_one(tree, tmp_path):
+    out2, log2 = tmp_path / "ddp", tmp_path / "ddp.log"
+    cmd = [PYTHON, "-m", "scenemetrics", *_args(tree, out2, log2, "--devices", "2", "--strategy", "ddp")]
+    proc = subprocess.run(cmd, env=subprocess_env(tmp_path), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out1, log1 = tmp_path / "one", tmp_path / "one.log"
+    assert main(_args(tree, out1, log1)) == 0
+
+    _same_table(read_csv(out2 / "results.csv"), read_csv(out1 / "results.csv"))
+    _same_table(read_csv(out2 / "leaderboard.csv"), read_csv(out1 / "leaderboard.csv"))
+    # deterministic sharding: the i-th unit (sorted by method, scene) ran on rank i % 2; rank 0 wrote every line
+    records = read_jsonl(out2 / RESULTS_FILE)
+    order = [f"{m}/{s}" for m in METHODS for s in SCENES]
+    assert {f"{r['method']}/{r['scene']}": r["rank"] for r in records} == {u: i % 2 for i, u in enumerate(order)}
+    pids = {}
+    for line in log2.read_text().splitlines():
+        unit, _, pid = line.split()
+        pids.setdefault(unit, set()).add(pid)
+    assert all(len(p) == 1 for p in pids.values()) and len({next(iter(p)) for p in pids.values()}) == 2
+    assert sorted(pids) == sorted(order)
+
+
+def test_killed_run_resumes_without_recomputing(tree, tmp_path):
+    out, log1 = tmp_path / "out", tmp_path / "first.log"
+    cmd = [PYTHON, "-m", "scenemetrics", *_args(tree, out, log1, "--metric-option", "standin.delay=0.5")]
+    proc = subprocess.Popen(cmd, env=subprocess_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    results = out / RESULTS_FILE
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if results.exists() and results.read_text().count("\n") >= 1:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, f"the run ended before it could be killed: {proc.stderr.read().decode()[-2000:]}"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stderr.close()
+    committed = {f"{r['method']}/{r['scene']}" for r in read_jsonl(results)}
+    assert 1 <= len(committed) < len(METHODS) * len(SCENES)
+    assert not (out / "results.csv").exists()  # the table comes at the end
+
+    log2 = tmp_path / "second.log"
+    assert main(_args(tree, out, log2)) == 0
+    rerun = [line.split()[0] for line in log2.read_text().splitlines()]
+    assert not committed & set(rerun)  # finished units were not recomputed
+    assert sorted(set(rerun) | committed) == sorted(f"{m}/{s}" for m in METHODS for s in SCENES)
+    assert all(rerun.count(u) == len(VIEWS) for u in set(rerun))
+    first = [line.split()[0] for line in log1.read_text().splitlines()]
+    assert all(first.count(u) == len(VIEWS) for u in committed)
+    reference = tmp_path / "reference"
+    assert main(_args(tree, reference, tmp_path / "ref.log")) == 0
+    _same_table(read_csv(out / "results.csv"), read_csv(reference / "results.csv"))
+    _same_table(read_csv(out / "leaderboard.csv"), read_csv(reference / "leaderboard.csv"))

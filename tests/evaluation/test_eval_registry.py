@@ -1,0 +1,263 @@
+"""Metric registry: built-ins, registration rules, plugins, dispatch, and LPIPS weights through the hub."""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+import torchmetrics
+
+from scenemetrics import hub
+from scenemetrics.evaluation import registry
+from scenemetrics.evaluation.registry import (
+    MetricConfig,
+    ViewItem,
+    default_arguments,
+    get_metric,
+    load_plugins,
+    metric_kind,
+    metric_names,
+    register_metric,
+    resolve_metrics,
+    unregister_metric,
+)
+from scenemetrics.puzzlesim import random_checkpoint
+
+from .conftest import PLUGIN
+
+BUILTINS = ("psnr", "ssim", "lpips", "puzzlesim", "osim", "prism", "prism_mmd")
+
+
+def _has(module: str, attr: str) -> bool:
+    try:
+        return hasattr(importlib.import_module(module), attr)
+    except ImportError:
+        return False
+
+
+def test_builtins_are_registered_in_order():
+    assert metric_names()[: len(BUILTINS)] == list(BUILTINS)
+    assert get_metric("psnr").higher_is_better is True and get_metric("lpips").higher_is_better is False
+    assert get_metric("puzzlesim").inputs == frozenset({"train"})
+    assert get_metric("prism").inputs == frozenset({"gt", "cameras"})
+    assert get_metric("osim").per_view is False
+
+
+def test_register_rules():
+    def factory(cfg):
+        return torchmetrics.MeanAbsoluteError()
+
+    try:
+        entry = register_metric("mae_t", factory, higher_is_better=False)
+        assert register_metric("mae_t", factory) is entry  # same factory again: no-op
+        with pytest.raises(ValueError, match="already registered"):
+            register_metric("mae_t", lambda cfg: torchmetrics.MeanAbsoluteError())
+        replaced = register_metric("mae_t", lambda cfg: None, replace=True, inputs=("gt", "train"))
+        assert get_metric("mae_t") is replaced and replaced.inputs == frozenset({"gt", "train"})
+    finally:
+        unregister_metric("mae_t")
+    assert "mae_t" not in metric_names()
+    for bad in ("MAE", "1x", "a-b", ""):
+        with pytest.raises(ValueError, match="must match"):
+            register_metric(bad, factory)
+    with pytest.raises(ValueError, match="subset of"):
+        register_metric("x_t", factory, inputs=("depth",))
+    with pytest.raises(ValueError, match="callable"):
+        register_metric("x_t", "not callable")
+
+
+def test_resolve_metrics_errors_and_all():
+    with pytest.raises(ValueError, match=r"unknown metric 'fid'; known metrics: psnr, ssim, lpips"):
+        resolve_metrics(["psnr", "fid"])
+    with pytest.raises(ValueError, match="more than once"):
+        resolve_metrics(["psnr", "psnr"])
+    with pytest.raises(ValueError, match="empty"):
+        resolve_metrics([" ", ""])
+    entries, unavailable = resolve_metrics(["all"])
+    assert {"psnr", "ssim", "lpips", "puzzlesim"} <= {e.name for e in entries}
+    assert sorted([e.name for e in entries] + list(unavailable)) == sorted(metric_names())
+    assert "prism_mmd" in unavailable  # no anchor file given (or no PRISM room)
+
+
+def test_unavailable_metric_names_the_reason():
+    register_metric("needs_x_t", lambda cfg: None, requires=lambda cfg: 'needs foo: pip install "scenemetrics[foo]"')
+    register_metric("needs_opt_t", lambda cfg: None, requires=lambda cfg: None if cfg.options.get("k") else "needs k")
+    try:
+        entries, unavailable = resolve_metrics(["psnr", "needs_x_t", "needs_opt_t"])
+        assert [e.name for e in entries] == ["psnr"]
+        assert unavailable == {"needs_x_t": 'needs foo: pip install "scenemetrics[foo]"', "needs_opt_t": "needs k"}
+        entries, unavailable = resolve_metrics(["needs_opt_t"], {"needs_opt_t": {"k": 1}})
+        assert [e.name for e in entries] == ["needs_opt_t"] and unavailable == {}
+    finally:
+        unregister_metric("needs_x_t")
+        unregister_metric("needs_opt_t")
+
+
+@pytest.mark.skipif(_has("scenemetrics.osim", "OSIM"), reason="the OSIM room is installed (merged)")
+def test_osim_unavailable_without_its_room():
+    reason = get_metric("osim").unavailable_reason()
+    assert reason is not None and "OSIM room" in reason and "scenemetrics.osim.OSIM" in reason
+
+
+@pytest.mark.skipif(_has("scenemetrics.prism", "PRISMDistance"), reason="the PRISM room is installed (merged)")
+def test_prism_unavailable_without_its_room():
+    for name in ("prism", "prism_mmd"):
+        reason = get_metric(name).unavailable_reason()
+        assert reason is not None and "PRISM room" in reason
+
+
+def test_plugins_from_file_are_imported_once():
+    load_plugins([str(PLUGIN)], entry_points=False)
+    entry = get_metric("standin")
+    load_plugins([str(PLUGIN)], entry_points=False)  # idempotent
+    assert get_metric("standin") is entry and entry.fingerprint_options == ()
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        load_plugins(["/nonexistent/plugin.py"], entry_points=False)
+    with pytest.raises(ImportError):
+        load_plugins(["no_such_module_for_scenemetrics"], entry_points=False)
+
+
+class _References(torchmetrics.Metric):
+    def set_references(self, refs):
+        pass
+
+    def update(self, x):
+        pass
+
+    def compute(self):
+        return torch.tensor(0.0)
+
+
+class PRISMMMD(torchmetrics.Metric):  # the class name is what dispatch looks at (as in the callbacks)
+    def update(self, *args):
+        pass
+
+    def compute(self):
+        return torch.tensor(0.0)
+
+
+class PRISMDistance(torchmetrics.Metric):
+    def update(self, *args):
+        pass
+
+    def compute(self):
+        return torch.tensor(0.0)
+
+
+class _SubDistance(PRISMDistance):
+    pass
+
+
+def test_dispatch_follows_the_callbacks_rules():
+    r, t, s, p = torch.zeros(1, 3, 4, 4), torch.ones(1, 3, 4, 4), torch.full((1, 3, 4, 4), 0.5), torch.zeros(1, 3)
+    item = ViewItem("v", "m/s", r, t, s, p)
+    assert metric_kind(_References()) == "references"
+    assert default_arguments(_References(), item, {}) == (r,)
+    assert metric_kind(PRISMMMD()) == "prism_mmd"
+    assert default_arguments(PRISMMMD(), item, {}) == (s, r, p)
+    assert metric_kind(_SubDistance()) == "prism_distance"  # subclasses dispatch like their parents
+    assert default_arguments(_SubDistance(), item, {}) == (s, r, t, p)
+    m = torchmetrics.MeanSquaredError()
+    assert metric_kind(m) == "paired" and default_arguments(m, item, {}) == (r, t)
+    with pytest.raises(ValueError, match="no ground truth"):
+        default_arguments(m, ViewItem("v", "m/s", r), {})
+    with pytest.raises(ValueError, match="no ground truth"):
+        default_arguments(_SubDistance(), ViewItem("v", "m/s", r, None, s, p), {})
+    with pytest.raises(ValueError, match="no source view and pose"):
+        default_arguments(PRISMMMD(), ViewItem("v", "m/s", r, t), {})
+
+
+def test_prism_center_crop_arguments():
+    r = torch.arange(2 * 3 * 4 * 6, dtype=torch.float32).reshape(2, 3, 4, 6)
+    pose = torch.zeros(2, 3)
+    item = ViewItem("v", "m/s", r, r + 1, r + 2, pose)
+
+    args = registry._prism_arguments(PRISMDistance(), item, {"center_crop": True})
+    assert [tuple(a.shape) for a in args] == [(2, 3, 4, 4)] * 3 + [(2, 3)]
+    assert torch.equal(args[1], r[..., 1:5]) and args[3] is pose
+    assert registry._prism_arguments(PRISMDistance(), item, {})[1] is r
+
+
+# ---- LPIPS through the hub -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def no_torch_download(monkeypatch):
+    def refuse(*args, **kwargs):  # pragma: no cover - reached only by a bug
+        raise AssertionError("torch.hub tried to download")
+
+    monkeypatch.setattr(torch.hub, "download_url_to_file", refuse)
+
+
+def _config(tmp_path: Path, **options) -> MetricConfig:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    return MetricConfig(name="lpips", options=options, device=torch.device("cpu"), work_dir=work)
+
+
+def _backbone_params(metric) -> dict[str, torch.Tensor]:
+    """LPIPS's backbone parameters keyed like torchvision's ``features.<i>.<param>``."""
+    out = {}
+    for key, value in metric.net.net.state_dict().items():
+        parts = key.split(".")
+        rest = parts[2:] if parts[0] == "slices" else parts[1:]  # slices.<k>.<i>... or slice<k>.<i>...
+        out["features." + ".".join(rest)] = value
+    return out
+
+
+def test_lpips_loads_exactly_the_given_whole_checkpoint(tmp_path, no_torch_download):
+    path = random_checkpoint("squeezenet1_1", tmp_path / "sq.pth", seed=3)
+    old_hub = torch.hub.get_dir()
+    metric = registry._build_lpips(_config(tmp_path, net="squeeze", weights=str(path)))
+    assert torch.hub.get_dir() == old_hub  # restored
+    state = torch.load(path, weights_only=True)
+    got = _backbone_params(metric)
+    assert set(got) == {k for k in state if k.startswith("features.")}
+    assert all(torch.equal(got[k], state[k]) for k in got)
+    x = torch.rand(2, 3, 40, 48)
+    metric.update(x, x)
+    assert float(metric.compute()) == 0.0
+
+
+def test_lpips_completes_a_features_only_checkpoint(tmp_path, no_torch_download):
+    full = random_checkpoint("alexnet", tmp_path / "a_full.pth", seed=1, include_classifier=False)
+    bare = {k.removeprefix("features."): v for k, v in torch.load(full, weights_only=True).items()}
+    torch.save(bare, tmp_path / "bare.pth")
+    metric = registry._build_lpips(_config(tmp_path, net="alex", weights=str(tmp_path / "bare.pth")))
+    got = _backbone_params(metric)
+    assert all(torch.equal(got[f"features.{k}"], v) for k, v in bare.items())
+    completed = list((tmp_path / "work").rglob("alexnet-owt-7be5be79.pth"))
+    assert completed and completed[0].stat().st_size < 20 * 2**20  # classifier stored as broadcast zeros
+
+
+def test_lpips_uses_the_hub_cache_and_fails_clearly_offline(tmp_path, monkeypatch, no_torch_download):
+    monkeypatch.setenv("SCENEMETRICS_OFFLINE", "1")
+    with pytest.raises(hub.WeightsNotFoundError, match=r"squeezenet1_1-b8a52dc0\.pth"):
+        registry._build_lpips(_config(tmp_path, net="squeeze"))
+    cached = hub.cache_dir("puzzlesim") / "squeezenet1_1-b8a52dc0.pth"
+    random_checkpoint("squeezenet1_1", cached, seed=5)
+    metric = registry._build_lpips(_config(tmp_path, net="squeeze"))
+    state = torch.load(cached, weights_only=True)
+    assert torch.equal(_backbone_params(metric)["features.0.weight"], state["features.0.weight"])
+
+
+def test_lpips_rejects_a_checkpoint_of_another_network(tmp_path, no_torch_download):
+    path = random_checkpoint("squeezenet1_1", tmp_path / "sq.pth", include_classifier=False)
+    with pytest.raises(ValueError, match="does not match torchvision alexnet"):
+        registry._build_lpips(_config(tmp_path, net="alex", weights=str(path)))
+    with pytest.raises(ValueError, match="lpips `net` must be one of"):
+        registry._build_lpips(_config(tmp_path, net="resnet"))
+
+
+def test_random_weights_lpips_and_puzzlesim_need_no_file(tmp_path, no_torch_download):
+    cfg = MetricConfig(
+        name="lpips", options={"net": "squeeze"}, device=torch.device("cpu"), random_weights=True, work_dir=tmp_path
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no download, no warning
+        lpips = registry._build_lpips(cfg)
+        ps = registry._build_puzzlesim(MetricConfig("puzzlesim", {}, torch.device("cpu"), True, tmp_path))
+    assert isinstance(lpips, torchmetrics.Metric) and ps.weights_path.endswith("-random.pth")
