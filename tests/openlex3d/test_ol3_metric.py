@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import math
 import multiprocessing
 import os
@@ -143,7 +144,7 @@ def _free_port() -> int:
 
 def _ddp_worker(rank: int, world: int, port: int, seg: list[dict], ret: list[dict], text, prompts, out_dir):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=120))
     try:
         warnings.simplefilter("ignore", UserWarning)
         topn = sm.OpenLex3DTopN(text, prompts, top_n=2, voxel_size=None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import math
 import os
 import socket
@@ -146,7 +147,7 @@ def _free_port() -> int:
 def _ddp_worker(rank: int, world: int, port: int, ckpt: str, data: str, out: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=120))
     try:
         views = torch.load(data, weights_only=True)
         metric = OSIM(model=YOLOX.from_official("yolox_nano", weights_path=ckpt))

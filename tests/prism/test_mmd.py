@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import math
 import socket
 
@@ -305,7 +306,9 @@ def _free_port() -> int:
 
 
 def _ddp_worker(rank: int, port: int, anchors: torch.Tensor, emb: torch.Tensor, queue) -> None:
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2, timeout=datetime.timedelta(seconds=120)
+    )
     try:
         metric = PRISMMMD(anchors=anchors)
         if rank == 0:  # rank 1 has no generated embeddings at all
@@ -323,9 +326,12 @@ def test_ddp_gathers_embeddings_even_from_an_empty_rank():
     g = torch.Generator().manual_seed(12)
     anchors, emb = torch.randn(20, 5, generator=g), torch.randn(16, 5, generator=g) + 0.3
     expected = float(mmd_rbf(emb, anchors))
-    # fork (where available) avoids re-importing torch in the workers; the metric code is the same either way
-    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+    # forkserver: the heavy imports happen once in a fresh server process, and both ranks fork from it. A plain fork
+    # of the (multi-threaded) pytest worker can deadlock gloo's collectives.
+    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
     ctx = mp.get_context(method)
+    if method == "forkserver":
+        ctx.set_forkserver_preload(["torch", "torchmetrics", "scenemetrics.prism.metric"])
     queue = ctx.SimpleQueue()
     mp.start_processes(_ddp_worker, args=(_free_port(), anchors, emb, queue), nprocs=2, join=True, start_method=method)
     results = [queue.get() for _ in range(2)]
