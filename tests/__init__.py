@@ -1,0 +1,1 @@
+"""Test suite (a regular package, so `tests.utils` wins over top-level `tests` packages some dependencies install)."""
