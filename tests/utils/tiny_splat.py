@@ -221,15 +221,19 @@ def make_splat_scene(
     num_gaussians: int = 256,
     num_train: int = 16,
     num_eval: int = 4,
-    size: int = 32,
+    size: int | tuple[int, int] = 32,
     seed: int = 0,
 ) -> SplatScene:
-    """A random ground-truth scene, ``num_train`` training views and ``num_eval`` held-out views (``size²`` px)."""
+    """A random ground-truth scene, ``num_train`` training and ``num_eval`` held-out views of ``size`` = (H, W) px."""
+    height, width = (size, size) if isinstance(size, int) else size
     gs = random_gaussians(num_gaussians, seed=seed)
-    K = intrinsics(size, size)
+    K = intrinsics(width, height)
     train = orbit_viewmats(num_train)
     held_out = orbit_viewmats(num_eval, elevation_deg=30.0, phase_deg=180.0 / max(num_train, 1))
-    with torch.no_grad():
-        train_images = torch.stack([render_gaussians(**gs, viewmat=v, K=K, width=size, height=size) for v in train])
-        eval_images = torch.stack([render_gaussians(**gs, viewmat=v, K=K, width=size, height=size) for v in held_out])
-    return SplatScene(gs, train, train_images.clamp(0, 1), held_out, eval_images.clamp(0, 1), K, size, size)
+
+    def render_all(viewmats: Tensor) -> Tensor:
+        with torch.no_grad():
+            imgs = [render_gaussians(**gs, viewmat=v, K=K, width=width, height=height) for v in viewmats]
+        return torch.stack(imgs).clamp(0, 1)
+
+    return SplatScene(gs, train, render_all(train), held_out, render_all(held_out), K, width, height)
