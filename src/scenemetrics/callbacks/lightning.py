@@ -152,7 +152,9 @@ class SceneMetricsCallback(Callback):
                 )
         self.eval_views = eval_views
         if references is not None and not (
-            isinstance(references, Tensor) or callable(references) or isinstance(references, Sequence)
+            isinstance(references, Tensor)
+            or callable(references)
+            or (isinstance(references, Sequence) and not isinstance(references, (str, bytes)))
         ):
             raise TypeError(
                 "`references` must be a tensor (N, 3, H, W), a list of (3, H, W) tensors or a callable "
