@@ -84,9 +84,11 @@ class PRISMDistance(Metric):
         self.add_state("dist_sum", torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
         self.add_state("count", torch.tensor(0, dtype=torch.int64), dist_reduce_fx="sum")
         self.calls: list[tuple] = []
+        self.inputs: list[tuple[Tensor, Tensor, Tensor, Tensor]] = []
 
     def update(self, source: Tensor, pred: Tensor, target: Tensor, pose: Tensor) -> None:
         self.calls.append((tuple(source.shape), tuple(pred.shape), tuple(target.shape), tuple(pose.shape)))
+        self.inputs.append((source.clone(), pred.clone(), target.clone(), pose.clone()))
         self.dist_sum += (pred - target).abs().mean(dim=(1, 2, 3)).sum().double()
         self.count += pred.shape[0]
 
