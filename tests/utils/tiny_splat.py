@@ -27,7 +27,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -223,8 +223,14 @@ def make_splat_scene(
     num_eval: int = 4,
     size: int | tuple[int, int] = 32,
     seed: int = 0,
+    render_fn: Callable[..., Tensor] = render_gaussians,
+    device: torch.device | str = "cpu",
 ) -> SplatScene:
-    """A random ground-truth scene, ``num_train`` training and ``num_eval`` held-out views of ``size`` = (H, W) px."""
+    """A random ground-truth scene, ``num_train`` training and ``num_eval`` held-out views of ``size`` = (H, W) px.
+
+    ``render_fn`` (same keywords as :func:`render_gaussians`) renders the ground truth on ``device``; the returned
+    tensors are on the CPU.
+    """
     height, width = (size, size) if isinstance(size, int) else size
     gs = random_gaussians(num_gaussians, seed=seed)
     K = intrinsics(width, height)
@@ -232,8 +238,12 @@ def make_splat_scene(
     held_out = orbit_viewmats(num_eval, elevation_deg=30.0, phase_deg=180.0 / max(num_train, 1))
 
     def render_all(viewmats: Tensor) -> Tensor:
+        on = {k: v.to(device) for k, v in gs.items()}
         with torch.no_grad():
-            imgs = [render_gaussians(**gs, viewmat=v, K=K, width=width, height=height) for v in viewmats]
+            imgs = [
+                render_fn(**on, viewmat=v.to(device), K=K.to(device), width=width, height=height).cpu()
+                for v in viewmats
+            ]
         return torch.stack(imgs).clamp(0, 1)
 
     return SplatScene(gs, train, render_all(train), held_out, render_all(held_out), K, width, height)
