@@ -269,12 +269,13 @@ class SceneMetricsCallback(Callback):
         return result
 
     def _rendered_views(self, trainer: Trainer, pl_module: LightningModule) -> Iterator[tuple[int, RenderedView]]:
+        module: Any = pl_module  # a SceneRenderable; its optional methods are checked in setup()
         if self.eval_views is not None and not isinstance(self.eval_views, Iterable):
             producer = "eval_views(trainer, pl_module)"
             for index, item in enumerate(self.eval_views(trainer, pl_module)):
                 yield index, prepare_view(as_rendered_view(item, producer), producer, index, clamp=self.clamp_renders)
             return
-        views = list(self.eval_views if self.eval_views is not None else pl_module.eval_views())
+        views = list(self.eval_views if self.eval_views is not None else module.eval_views())
         world, rank = trainer.world_size, trainer.global_rank
         indices = [i for i in range(len(views)) if i % world == rank]
         if not indices and views:
@@ -285,7 +286,7 @@ class SceneMetricsCallback(Callback):
             render = self.render_fn
         else:
             producer = f"{type(pl_module).__name__}.render_view"
-            render = lambda _module, view: pl_module.render_view(view)  # noqa: E731
+            render = lambda _module, view: module.render_view(view)  # noqa: E731
         for index in indices:
             item = as_rendered_view(render(pl_module, views[index]), producer)
             yield index, prepare_view(item, producer, index, clamp=self.clamp_renders)
@@ -293,7 +294,9 @@ class SceneMetricsCallback(Callback):
     def _ensure_references(self, trainer: Trainer, pl_module: LightningModule) -> None:
         if self._references_ready:
             return
-        needs = {name: m for name, m in self._runner.metrics.items() if callable(getattr(m, "set_references", None))}
+        needs: dict[str, Any] = {
+            name: m for name, m in self._runner.metrics.items() if callable(getattr(m, "set_references", None))
+        }
         if needs:
             refs: Any = None
             if self.references is not None:
@@ -301,7 +304,7 @@ class SceneMetricsCallback(Callback):
                 if callable(refs) and not isinstance(refs, Tensor):
                     refs = refs(trainer, pl_module)
             elif callable(getattr(pl_module, "reference_views", None)):
-                refs = pl_module.reference_views()
+                refs = pl_module.reference_views()  # type: ignore[operator]
             if refs is not None:
                 refs = self._subset(refs)
                 for metric in needs.values():

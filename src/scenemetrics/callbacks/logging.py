@@ -38,7 +38,7 @@ def to_hwc_float(image: Tensor) -> Tensor:
     return image.permute(1, 2, 0).float() / 255.0
 
 
-def _logger_classes() -> tuple[type, type]:
+def _logger_classes() -> tuple[Any, Any]:
     from lightning.pytorch.loggers import TensorBoardLogger, WandbLogger
 
     return TensorBoardLogger, WandbLogger

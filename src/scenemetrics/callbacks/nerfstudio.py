@@ -261,11 +261,12 @@ class SceneMetricsTrainingCallback(TrainingCallback):
         if evals is None or len(evals) == 0:
             raise ValueError("scenemetrics nerfstudio callback: the datamanager has no eval images to render")
         if "puzzlesim" in metrics:
+            puzzlesim: Any = metrics["puzzlesim"]
             refs = [self._load(train, i) for i in evenly_spaced(len(train), cfg.max_reference_views)]
             if len({tuple(r.shape) for r in refs}) == 1:
-                metrics["puzzlesim"].set_references(torch.cat(refs).to(device))
+                puzzlesim.set_references(torch.cat(refs).to(device))
             else:
-                metrics["puzzlesim"].set_references([r[0].to(device) for r in refs])
+                puzzlesim.set_references([r[0].to(device) for r in refs])
         centres = train.cameras.camera_to_worlds[:, :3, 3]
         for i in evenly_spaced(len(evals), cfg.num_eval_views):
             view: dict[str, Any] = {"index": i, "camera": evals.cameras[i : i + 1]}
@@ -288,13 +289,14 @@ class SceneMetricsTrainingCallback(TrainingCallback):
     def _render(self, view: dict[str, Any]) -> RenderedView:
         pipeline = self.pipeline
         device = pipeline.device
-        outputs = pipeline.model.get_outputs_for_camera(view["camera"].to(device))
+        model: Any = pipeline.model
+        outputs = model.get_outputs_for_camera(view["camera"].to(device))
         render = _limit_side(_hwc_to_batch(outputs["rgb"]).clamp(0, 1), self.config.max_image_side)
         evals = pipeline.datamanager.eval_dataset
         target = _limit_side(
             _hwc_to_batch(evals.get_image_float32(view["index"]), outputs.get("background")), self.config.max_image_side
         )
-        size = tuple(render.shape[-2:])
+        size = (int(render.shape[-2]), int(render.shape[-1]))
         if tuple(target.shape[-2:]) != size:
             self._warn_once(
                 "resize",

@@ -11,7 +11,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -135,6 +135,6 @@ def prepare_view(view: RenderedView, producer: str, index: int, *, clamp: bool =
     return RenderedView(render, target, extras)
 
 
-def is_one_shot(views: Iterable[Any]) -> bool:
+def is_one_shot(views: Any) -> bool:
     """True for iterators (generators, ``iter(list)``): they would be exhausted after the first evaluation."""
     return isinstance(views, Iterator)
