@@ -28,6 +28,7 @@ def _installed() -> bool:
     return True
 
 
+@pytest.mark.slow  # a fresh interpreter imports nerfstudio
 @pytest.mark.skipif(not _installed(), reason="entry points exist only when scenemetrics is pip-installed")
 def test_entry_points_register_both_methods() -> None:
     from nerfstudio.plugins.types import MethodSpecification
