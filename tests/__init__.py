@@ -1,1 +1,0 @@
-"""Test suite (a regular package, so `tests.utils` wins over top-level `tests` packages some dependencies install)."""
