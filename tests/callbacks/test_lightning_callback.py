@@ -129,3 +129,36 @@ def test_dataloader_and_callable_views_are_accepted() -> None:
     loader = torch.utils.data.DataLoader(list(range(4)), batch_size=2)
     assert _callback(eval_views=loader).eval_views is loader
     assert callable(_callback(eval_views=lambda trainer, module: []).eval_views)
+
+
+def test_setup_warns_about_unsynced_metrics_under_ddp() -> None:
+    cb = SceneMetricsCallback({"m": MeanRender(sync_on_compute=False)}, eval_views=[0])
+    trainer = SimpleNamespace(strategy=SimpleNamespace(root_device=torch.device("cpu")), world_size=2)
+    module = SimpleNamespace(render_view=lambda view: (torch.zeros(3, 4, 4), None))
+    with pytest.warns(UserWarning, match="sync_on_compute=False"):
+        cb.setup(trainer, module, "fit")
+
+
+@pytest.mark.parametrize(
+    ("num_views", "world", "rank", "expected"),
+    [
+        (5, 2, 0, [0, 2, 4]),
+        (5, 2, 1, [1, 3]),
+        (4, 3, 2, [2]),
+        (2, 3, 2, [0]),  # fewer views than ranks: rank 2 renders view 2 % 2 again
+        (1, 4, 3, [0]),
+        (0, 2, 1, []),
+    ],
+)
+def test_views_are_sharded_by_index_and_padded(num_views, world, rank, expected) -> None:
+    rendered = []
+
+    def render_view(view):
+        rendered.append(view)
+        return torch.full((3, 4, 4), 0.5), None
+
+    cb = _callback(eval_views=[f"view{i}" for i in range(num_views)])
+    trainer = SimpleNamespace(world_size=world, global_rank=rank)
+    module = SimpleNamespace(render_view=render_view)
+    indices = [i for i, _ in cb._rendered_views(trainer, module)]
+    assert indices == expected and rendered == [f"view{i}" for i in expected]
