@@ -245,3 +245,20 @@ def test_no_warnings_for_a_normal_evaluation(weights) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _run(runner, _views(2))
+
+
+@pytest.mark.parametrize(
+    ("blocked", "module", "extra"),
+    [
+        ("lightning", "scenemetrics.callbacks.lightning", "lightning"),
+        ("nerfstudio", "scenemetrics.callbacks.nerfstudio", "nerfstudio"),
+    ],
+)
+def test_missing_extra_names_the_pip_install(monkeypatch, blocked, module, extra) -> None:
+    import importlib
+
+    monkeypatch.setitem(sys.modules, blocked, None)  # makes `import <blocked>...` fail like a missing package
+    if module in sys.modules:
+        monkeypatch.delitem(sys.modules, module)
+    with pytest.raises(ImportError, match=rf'pip install "scenemetrics\[{extra}\]"'):
+        importlib.import_module(module)

@@ -17,7 +17,7 @@ from torchmetrics import Metric
 
 try:
     from lightning.pytorch import Callback, LightningModule, Trainer
-except ImportError as err:  # pragma: no cover - exercised only without the extra
+except ImportError as err:
     raise ImportError(
         'scenemetrics.callbacks.SceneMetricsCallback needs Lightning: pip install "scenemetrics[lightning]"'
     ) from err

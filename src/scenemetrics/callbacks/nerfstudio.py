@@ -31,7 +31,7 @@ try:
     from nerfstudio.engine.trainer import TrainerConfig
     from nerfstudio.pipelines.base_pipeline import VanillaPipeline, VanillaPipelineConfig
     from nerfstudio.utils import comms
-except ImportError as err:  # pragma: no cover - exercised only without the extra
+except ImportError as err:
     raise ImportError(
         'scenemetrics.callbacks.nerfstudio needs nerfstudio: pip install "scenemetrics[nerfstudio]"'
     ) from err
