@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import glob
 import io
 import math
@@ -139,7 +140,7 @@ def test_tensorboard_readback_references_once_and_monitoring(tmp_path, weights, 
 
 def test_wandb_offline_readback(tmp_path, weights, scene) -> None:
     wandb = pytest.importorskip("wandb")
-    from tests.utils.wandb_reader import read_history
+    from tests.utils.wandb_reader import read_history, record_types, wait_for_exit_record
 
     cb = SceneMetricsCallback({"puzzlesim": sm.PuzzleSim(weights_path=weights)}, every_n_steps=5, max_logged_images=1)
     logger = pl.loggers.WandbLogger(offline=True, save_dir=str(tmp_path), project="scenemetrics-test")
@@ -149,9 +150,11 @@ def test_wandb_offline_readback(tmp_path, weights, scene) -> None:
         wandb.finish()
     runs = glob.glob(str(tmp_path / "wandb" / "offline-run-*"))
     assert len(runs) == 1
-    rows = read_history(glob.glob(os.path.join(runs[0], "run-*.wandb"))[0])
+    run_file = glob.glob(os.path.join(runs[0], "run-*.wandb"))[0]
+    assert wait_for_exit_record(run_file), record_types(run_file)
+    rows = read_history(run_file)
     scalar_rows = [r for r in rows if "scenemetrics/puzzlesim" in r]
-    assert [r["trainer/global_step"] for r in scalar_rows] == [5, 10, 15, 20]
+    assert [r["trainer/global_step"] for r in scalar_rows] == [5, 10, 15, 20], (record_types(run_file), rows[:3])
     assert all(0.0 <= r["scenemetrics/puzzlesim"] <= 1.0 for r in scalar_rows)
     tag = "scenemetrics/puzzlesim/map/0"
     image_rows = [r for r in rows if tag in r or f"{tag}/_type" in r]
@@ -168,7 +171,9 @@ def test_ddp_two_processes_log_once_with_synced_values(tmp_path, weights, scene)
     model = _model(scene)
     cb = SceneMetricsCallback({"puzzlesim": sm.PuzzleSim(weights_path=weights)}, every_n_steps=5)
     tb = pl.loggers.TensorBoardLogger(tmp_path, name="tb", version=0)
-    trainer = _trainer(tmp_path, max_steps=10, logger=tb, callbacks=[cb], devices=2, strategy="ddp_spawn")
+    # ddp_spawn (gloo) with a finite process-group timeout: a collective that never completes fails, not hangs
+    ddp = pl.strategies.DDPStrategy(start_method="spawn", timeout=datetime.timedelta(seconds=120))
+    trainer = _trainer(tmp_path, max_steps=10, logger=tb, callbacks=[cb], devices=2, strategy=ddp)
     trainer.fit(model)  # ddp_spawn copies rank 0's final weights back into `model`
     acc = _events(tmp_path / "tb")  # exactly one event file: only rank 0 wrote
     values = _scalars(acc, "scenemetrics/puzzlesim")

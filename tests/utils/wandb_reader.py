@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 import os
 import struct
+import time
+from collections import Counter
 from typing import Any
 
-__all__ = ["read_history"]
+__all__ = ["read_history", "record_types", "wait_for_exit_record"]
 
 _BLOCK = 32 * 1024
 _HEADER = 7
@@ -51,16 +53,39 @@ def _payloads(data: bytes) -> list[bytes]:
     return out
 
 
-def read_history(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """History rows (``wandb.log`` calls) of a run file: ``{key: decoded JSON value}`` per row, in order."""
+def _records(path: str | os.PathLike) -> list[Any]:
     from wandb.proto import wandb_internal_pb2
 
     with open(path, "rb") as f:
         data = f.read()
-    rows = []
+    out = []
     for payload in _payloads(data):
         record = wandb_internal_pb2.Record()
         record.ParseFromString(payload)
+        out.append(record)
+    return out
+
+
+def record_types(path: str | os.PathLike) -> Counter:
+    """How many records of each type the file holds (for diagnostics)."""
+    return Counter(r.WhichOneof("record_type") for r in _records(path))
+
+
+def wait_for_exit_record(path: str | os.PathLike, timeout: float = 60.0) -> bool:
+    """Wait until the run file holds its ``exit`` record (the W&B service may still be writing after finish())."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if os.path.exists(path) and record_types(path)["exit"]:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.5)
+
+
+def read_history(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """History rows (``wandb.log`` calls) of a run file: ``{key: decoded JSON value}`` per row, in order."""
+    rows = []
+    for record in _records(path):
         if record.WhichOneof("record_type") != "history":
             continue
         row = {}
