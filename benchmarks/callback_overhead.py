@@ -154,6 +154,10 @@ def main(argv: list[str] | None = None) -> dict:
     eval_s = statistics.median(evals)
     embed_s = statistics.median(embeds)
     measured = [(w - b - e) / b for w, b, e in zip(with_cb, base, embeds, strict=True)]
+
+    def sig(x: float) -> float:  # 4 significant digits
+        return float(f"{x:.4g}")
+
     result = {
         "workload": "R-CPU" if args.backend == "tiny" and accelerator == "cpu" else f"{args.backend}-{args.device}",
         "gaussians": args.gaussians,
@@ -163,16 +167,16 @@ def main(argv: list[str] | None = None) -> dict:
         "threads": args.threads,
         "steps": args.steps,
         "repeats": args.repeats,
-        "train_step_s": round(train_step_s, 4),
-        "eval_s": round(eval_s, 4),
-        "reference_embed_s": round(embed_s, 4),
+        "train_step_s": sig(train_step_s),
+        "eval_s": sig(eval_s),
+        "reference_embed_s": sig(embed_s),
         "measured_overhead": {
             "every_n_steps": args.every_n_steps,
-            "ratio": round(statistics.median(measured), 4),
-            "train_s_without": round(statistics.median(base), 3),
-            "train_s_with": round(statistics.median(with_cb), 3),
+            "ratio": sig(statistics.median(measured)),
+            "train_s_without": sig(statistics.median(base)),
+            "train_s_with": sig(statistics.median(with_cb)),
         },
-        "overhead_at": {str(n): round(eval_s / (n * train_step_s), 5) for n in (500, 50)},
+        "overhead_at": {str(n): sig(eval_s / (n * train_step_s)) for n in (500, 50)},
     }
     print(json.dumps(result))
     return result

@@ -257,7 +257,10 @@ def test_no_warnings_for_a_normal_evaluation(weights) -> None:
 def test_missing_extra_names_the_pip_install(monkeypatch, blocked, module, extra) -> None:
     import importlib
 
-    monkeypatch.setitem(sys.modules, blocked, None)  # makes `import <blocked>...` fail like a missing package
+    # a None entry makes `import <name>` fail like a missing package; submodules already imported by other tests
+    # would otherwise still resolve from sys.modules
+    for name in [blocked, *(m for m in list(sys.modules) if m.startswith(blocked + "."))]:
+        monkeypatch.setitem(sys.modules, name, None)
     if module in sys.modules:
         monkeypatch.delitem(sys.modules, module)
     with pytest.raises(ImportError, match=rf'pip install "scenemetrics\[{extra}\]"'):
