@@ -1,0 +1,320 @@
+"""Framework-neutral evaluation: which ``update`` each metric gets, what is computed, which images are made.
+
+Both the Lightning callback and the nerfstudio callback drive a :class:`MetricRunner`:
+``begin()`` → ``update(i, view)`` per rendered view → ``finish()`` → scalars and images keyed by their log tags.
+
+Dispatch (specs/callbacks.md 1.3), per metric ``m`` named ``name``:
+
+========================================  =========================================================
+``update_fns[name]`` given                ``update_fns[name](m, render, target, extras)``
+``m`` has ``set_references`` (PuzzleSim)  ``m.update(render)``
+``m`` is a ``PRISMMMD``                   ``m.update(extras["source"], render, extras["pose"])``
+``m`` is a ``PRISMDistance``              ``m.update(extras["source"], render, target, extras["pose"])``
+anything else (OSIM, PSNR, SSIM, ...)     ``m.update(render, target)``
+========================================  =========================================================
+
+"Is a" is decided by class name along the metric's MRO (``PRISMMMD``, ``PRISMDistance``, ``OSIM``), so the rooms
+are never imported just to check a type and subclasses dispatch like their parents.
+
+Example:
+    >>> import torch, torchmetrics
+    >>> from scenemetrics.callbacks import RenderedView
+    >>> runner = MetricRunner({"mse": torchmetrics.MeanSquaredError()})
+    >>> runner.begin(collect_images=False)
+    >>> runner.update(0, RenderedView(torch.ones(1, 3, 4, 4), torch.zeros(1, 3, 4, 4)))
+    >>> runner.finish().scalars
+    {'scenemetrics/mse': 1.0}
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+from torchmetrics import Metric
+
+from scenemetrics.callbacks.views import RenderedView
+from scenemetrics.viz import apply_colormap, to_uint8
+
+__all__ = ["EvaluationResult", "MetricRunner", "UpdateFn", "evenly_spaced", "metric_kind", "scalars_from_value"]
+
+UpdateFn = Callable[[Metric, Tensor, "Tensor | None", Mapping[str, Any]], "bool | None"]
+"""``fn(metric, render, target, extras)``; returning ``False`` (not ``None``) means the view was skipped for it."""
+
+# torchmetrics warns when compute() runs on a metric that saw no update; under DDP a rank without views still has
+# to join the collective compute, and its zero states sync correctly.
+_COMPUTE_BEFORE_UPDATE = r".*compute.*called before.*update.*"
+
+
+@dataclass
+class EvaluationResult:
+    """What one evaluation produced.
+
+    Attributes:
+        scalars: log tag -> value (metric scores, per-key / per-class scores).
+        images: log tag -> ``uint8`` ``(3, H, W)`` CPU image (colormapped maps, overlays, renders).
+    """
+
+    scalars: dict[str, float] = field(default_factory=dict)
+    images: dict[str, Tensor] = field(default_factory=dict)
+
+
+def evenly_spaced(n: int, k: int | None) -> list[int]:
+    """``k`` indices spread evenly over ``range(n)``: ``j * (n - 1) / (k - 1)`` rounded half up (all if ``k >= n``)."""
+    if k is None or k >= n:
+        return list(range(n))
+    if k == 1:
+        return [0]
+    return [int(j * (n - 1) / (k - 1) + 0.5) for j in range(k)]
+
+
+def _class_names(metric: Metric) -> set[str]:
+    return {cls.__name__ for cls in type(metric).__mro__}
+
+
+def metric_kind(metric: Metric) -> str:
+    """How the metric is updated: ``"references"``, ``"prism_mmd"``, ``"prism_distance"`` or ``"paired"``."""
+    if callable(getattr(metric, "set_references", None)):
+        return "references"
+    names = _class_names(metric)
+    if "PRISMMMD" in names:
+        return "prism_mmd"
+    if "PRISMDistance" in names:
+        return "prism_distance"
+    return "paired"
+
+
+def scalars_from_value(tag: str, value: Any, metric_name: str) -> dict[str, float]:
+    """Flatten a ``compute()`` result into log scalars (specs/callbacks.md 1.5).
+
+    A 1-element tensor or a number gives ``{tag: value}``; a mapping gives ``{tag/key: ...}`` (nested keys joined by
+    ``/``); an object with a ``score`` attribute (a dataclass result) gives ``{tag: score}``.
+
+    Raises:
+        ValueError: a tensor with more than one element, or a value of another type.
+    """
+    if isinstance(value, Mapping):
+        out: dict[str, float] = {}
+        for key, sub in value.items():
+            out.update(scalars_from_value(f"{tag}/{key}", sub, metric_name))
+        return out
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise ValueError(
+                f"metric {metric_name!r}: compute() returned a tensor of shape {tuple(value.shape)}; the callback "
+                "logs scalars. Use `update_fns`/a wrapper metric returning a scalar or a dict of scalars."
+            )
+        return {tag: float(value.detach().reshape(()).cpu())}
+    if isinstance(value, (bool, int, float)):
+        return {tag: float(value)}
+    score = getattr(value, "score", None)
+    if score is not None:
+        return scalars_from_value(tag, score, metric_name)
+    raise ValueError(
+        f"metric {metric_name!r}: compute() returned {type(value).__name__}; expected a scalar tensor, a number, a "
+        "mapping of those, or a result with a `score` attribute. Use `update_fns`/a wrapper metric."
+    )
+
+
+def check_metrics(metrics: Any) -> dict[str, Metric]:
+    """Validate the ``metrics`` argument: a non-empty mapping of ``str`` to ``torchmetrics.Metric``."""
+    if not isinstance(metrics, Mapping) or not metrics:
+        raise ValueError(
+            f"`metrics` must be a non-empty mapping of names to torchmetrics.Metric; received {type(metrics).__name__}"
+            + (" (empty)" if isinstance(metrics, Mapping) else "")
+        )
+    for name, metric in metrics.items():
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"`metrics` keys must be non-empty strings; received {name!r}")
+        if not isinstance(metric, Metric):
+            raise ValueError(
+                f"`metrics[{name!r}]` must be a torchmetrics.Metric; received {type(metric).__name__} "
+                "(wrap other scorers in a torchmetrics.Metric subclass)"
+            )
+    return dict(metrics)
+
+
+def check_colormap(colormap: str) -> str:
+    """Fail early (``ValueError`` naming ``map_colormap``) on a colormap unknown to ``scenemetrics.viz``."""
+    try:
+        apply_colormap(torch.zeros(1, 1), colormap)
+    except ValueError as err:
+        raise ValueError(f"`map_colormap`: {err}") from None
+    return colormap
+
+
+class MetricRunner:
+    """Runs one evaluation over rendered views: dispatches updates, computes, prepares images.
+
+    Args:
+        metrics: name -> ``torchmetrics.Metric``.
+        update_fns: name -> ``fn(metric, render, target, extras)`` overriding the dispatch for that metric.
+        log_maps: colormap ``last_maps`` of metrics that have them, and draw OSIM overlays.
+        log_renders: also log the renders themselves (``{prefix}render/{i}``).
+        max_logged_images: only views with index ``i < max_logged_images`` get images.
+        map_colormap: colormap for metric maps (fixed range [0, 1]).
+        prefix: prefix of every log tag.
+    """
+
+    def __init__(
+        self,
+        metrics: Mapping[str, Metric],
+        *,
+        update_fns: Mapping[str, UpdateFn] | None = None,
+        log_maps: bool = True,
+        log_renders: bool = False,
+        max_logged_images: int = 4,
+        map_colormap: str = "jet_r",
+        prefix: str = "scenemetrics/",
+    ) -> None:
+        self.metrics = check_metrics(metrics)
+        update_fns = dict(update_fns or {})
+        for name, fn in update_fns.items():
+            if name not in self.metrics:
+                raise ValueError(f"`update_fns` has key {name!r}, which is not a metric name ({sorted(self.metrics)})")
+            if not callable(fn):
+                raise ValueError(f"`update_fns[{name!r}]` must be callable; received {type(fn).__name__}")
+        self.update_fns = update_fns
+        if isinstance(max_logged_images, bool) or not isinstance(max_logged_images, int) or max_logged_images < 0:
+            raise ValueError(f"`max_logged_images` must be an int >= 0; received {max_logged_images!r}")
+        self.log_maps = bool(log_maps)
+        self.log_renders = bool(log_renders)
+        self.max_logged_images = max_logged_images
+        self.map_colormap = check_colormap(map_colormap)
+        self.prefix = str(prefix)
+        self._warned: set[tuple[str, str]] = set()
+        self._counts: dict[str, int] = {}
+        self._images: dict[str, Tensor] = {}
+        self._overlays: dict[str, list[tuple[int, Tensor, Any]]] = {}
+        self._collect = False
+
+    # -- one evaluation -------------------------------------------------------------------------------------------
+    def begin(self, *, collect_images: bool) -> None:
+        """Reset every metric (a logged value covers exactly one evaluation) and the per-evaluation buffers."""
+        for metric in self.metrics.values():
+            metric.reset()
+        self._counts = dict.fromkeys(self.metrics, 0)
+        self._images = {}
+        self._overlays = {name: [] for name in self.metrics}
+        self._collect = bool(collect_images)
+
+    def update(self, index: int, view: RenderedView) -> None:
+        """Feed one prepared view (see :func:`~scenemetrics.callbacks.views.prepare_view`) to every metric."""
+        logged = self._collect and index < self.max_logged_images
+        if logged and self.log_renders:
+            self._images[f"{self.prefix}render/{index}"] = to_uint8(view.render[0].float())
+        for name, metric in self.metrics.items():
+            if not self._update_one(name, metric, view):
+                continue
+            self._counts[name] += 1
+            if logged and self.log_maps:
+                self._grab_images(name, metric, index, view)
+
+    def _update_one(self, name: str, metric: Metric, view: RenderedView) -> bool:
+        device = metric.device
+        render = view.render.to(device)
+        target = view.target.to(device) if view.target is not None else None
+        extras = view.extras
+        fn = self.update_fns.get(name)
+        if fn is not None:
+            return fn(metric, render, target, extras) is not False
+        kind = metric_kind(metric)
+        if kind == "references":
+            metric.update(render)
+            return True
+        if kind == "prism_mmd":
+            source, pose = self._extras(name, extras, ("source", "pose"), device)
+            metric.update(source, render, pose)
+            return True
+        if target is None:
+            self._warn_once(
+                name,
+                "no_target",
+                f"scenemetrics callback: metric {name!r} needs a target; views without one are skipped for it",
+            )
+            return False
+        if kind == "prism_distance":
+            source, pose = self._extras(name, extras, ("source", "pose"), device)
+            metric.update(source, render, target, pose)
+        else:
+            metric.update(render, target)
+        return True
+
+    @staticmethod
+    def _extras(name: str, extras: Mapping[str, Any], keys: tuple[str, ...], device: torch.device) -> list[Any]:
+        out = []
+        for key in keys:
+            if key not in extras:
+                raise KeyError(
+                    f"metric {name!r} needs extras[{key!r}] in every rendered view (RenderedView(render, target, "
+                    f"extras={{'source': ..., 'pose': ...}})); it is missing"
+                )
+            value = extras[key]
+            out.append(value.to(device) if isinstance(value, Tensor) else value)
+        return out
+
+    def _grab_images(self, name: str, metric: Metric, index: int, view: RenderedView) -> None:
+        maps = getattr(metric, "last_maps", None)
+        if isinstance(maps, Tensor) and maps.ndim in (2, 3) and maps.numel():
+            first = maps[0] if maps.ndim == 3 else maps
+            self._images[f"{self.prefix}{name}/map/{index}"] = apply_colormap(first.float(), self.map_colormap)
+        if "OSIM" in _class_names(metric):
+            result = getattr(metric, "last_result", None)
+            if result is not None:
+                self._overlays[name].append((index, view.render[0].detach().cpu(), result))
+
+    def local_counts(self) -> Tensor:
+        """Number of views each metric was updated with on this process, in ``metrics`` order (int64)."""
+        return torch.tensor([self._counts.get(name, 0) for name in self.metrics], dtype=torch.int64)
+
+    def finish(self, global_counts: Tensor | None = None) -> EvaluationResult:
+        """``compute()`` every metric (in ``metrics`` order) and collect scalars and images.
+
+        Args:
+            global_counts: per-metric update counts summed over all processes (``local_counts()`` when ``None``).
+                A metric with a zero count is neither computed nor logged (one warning); under DDP every process
+                must pass the same counts so that all of them take part in the same collective ``compute`` calls.
+        """
+        counts = self.local_counts() if global_counts is None else global_counts
+        result = EvaluationResult(images=self._images)
+        for (name, metric), total in zip(self.metrics.items(), counts.tolist(), strict=True):
+            if total == 0:
+                self._warn_once(
+                    name,
+                    "empty",
+                    f"scenemetrics callback: metric {name!r} got no view in this evaluation (e.g. none has a target); "
+                    "it is not logged",
+                )
+                continue
+            with warnings.catch_warnings():
+                if self._counts.get(name, 0) == 0:
+                    warnings.filterwarnings("ignore", message=_COMPUTE_BEFORE_UPDATE)
+                value = metric.compute()
+            tag = f"{self.prefix}{name}"
+            scalars = scalars_from_value(tag, value, name)
+            result.scalars.update(scalars)
+            class_scores = getattr(metric, "class_scores", None)
+            if callable(class_scores):
+                for cls, score in class_scores().items():
+                    result.scalars[f"{tag}/class/{str(cls).replace(' ', '_')}"] = float(score)
+            if self._overlays.get(name):
+                self._draw_overlays(name, scalars.get(tag, float("nan")))
+        return result
+
+    def _draw_overlays(self, name: str, scene_score: float) -> None:
+        draw = getattr(importlib.import_module("scenemetrics.osim"), "draw_low_objects", None)
+        if draw is None:
+            return
+        for index, render, osim_result in self._overlays[name]:
+            image = draw(render, osim_result, image_index=0, threshold=scene_score)
+            self._images[f"{self.prefix}{name}/overlay/{index}"] = to_uint8(image)
+
+    def _warn_once(self, name: str, what: str, message: str) -> None:
+        if (name, what) not in self._warned:
+            self._warned.add((name, what))
+            warnings.warn(message, UserWarning, stacklevel=3)

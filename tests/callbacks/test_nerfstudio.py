@@ -1,0 +1,276 @@
+"""nerfstudio integration without a training run: plugins, config conversion, CLI flags, the callback on a stub."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import math
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.nerfstudio
+
+ns = pytest.importorskip("nerfstudio")
+
+from tests.utils.standin_metrics import PRISMDistance  # noqa: E402
+
+import scenemetrics as sm  # noqa: E402
+
+
+def _installed() -> bool:
+    try:
+        importlib.metadata.distribution("scenemetrics")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+@pytest.mark.slow  # a fresh interpreter imports nerfstudio
+@pytest.mark.skipif(not _installed(), reason="entry points exist only when scenemetrics is pip-installed")
+def test_entry_points_register_both_methods() -> None:
+    from nerfstudio.plugins.types import MethodSpecification
+
+    eps = importlib.metadata.entry_points(group="nerfstudio.method_configs")
+    assert {"nerfacto-scenemetrics", "splatfacto-scenemetrics"} <= set(eps.names)
+    for name in ("nerfacto-scenemetrics", "splatfacto-scenemetrics"):
+        spec = eps[name].load()
+        assert isinstance(spec, MethodSpecification)
+        assert spec.config.method_name == name
+        assert type(spec.config.pipeline).__name__ == "SceneMetricsPipelineConfig"
+    # importing the public module first must not break nerfstudio's own discovery (import-order cycle)
+    code = (
+        "import scenemetrics.callbacks.nerfstudio\n"
+        "from nerfstudio.configs.method_configs import all_methods, method_configs\n"
+        "assert 'nerfacto-scenemetrics' in all_methods and 'splatfacto-scenemetrics' in all_methods\n"
+        "assert type(method_configs['nerfacto'].pipeline).__name__ == 'VanillaPipelineConfig'\n"
+    )
+    subprocess.run([sys.executable, "-W", "ignore", "-c", code], check=True)
+
+
+def test_add_scenemetrics_converts_a_copy() -> None:
+    from nerfstudio.configs.method_configs import method_configs
+
+    from scenemetrics.callbacks.nerfstudio import SceneMetricsPipelineConfig, add_scenemetrics
+
+    base = method_configs["nerfacto"]
+    cfg = add_scenemetrics(base, metrics=("puzzlesim", "osim"), every_n_steps=10, puzzlesim_weights_path="w.pth")
+    assert isinstance(cfg.pipeline, SceneMetricsPipelineConfig)
+    assert type(base.pipeline).__name__ == "VanillaPipelineConfig"  # the original is untouched
+    assert cfg.pipeline.model == base.pipeline.model and cfg.pipeline.datamanager == base.pipeline.datamanager
+    assert cfg.pipeline.model is not base.pipeline.model
+    assert cfg.pipeline.scenemetrics.metrics == ("puzzlesim", "osim") and cfg.pipeline.scenemetrics.every_n_steps == 10
+    again = add_scenemetrics(cfg, every_n_steps=20)
+    assert again.pipeline.scenemetrics.every_n_steps == 20 and again.pipeline.scenemetrics.metrics == (
+        "puzzlesim",
+        "osim",
+    )
+    with pytest.raises(TypeError, match="every_n_step"):
+        add_scenemetrics(base, every_n_step=10)
+    with pytest.raises(TypeError, match="DynamicBatchPipelineConfig"):
+        add_scenemetrics(method_configs["instant-ngp"])
+    with pytest.raises(ValueError, match="metrics"):
+        add_scenemetrics(base, metrics=("lpips",))
+    with pytest.raises(ValueError, match="every_n_steps"):
+        add_scenemetrics(base, every_n_steps=0)
+
+
+def test_cli_flags_parse() -> None:
+    import tyro
+    from nerfstudio.configs.method_configs import method_configs
+
+    from scenemetrics.callbacks.nerfstudio import add_scenemetrics
+
+    cfg = add_scenemetrics(method_configs["nerfacto"])
+    args = [
+        "--pipeline.scenemetrics.metrics", "puzzlesim", "prism",
+        "--pipeline.scenemetrics.every-n-steps", "10",
+        "--pipeline.scenemetrics.num-eval-views", "1",
+        "--pipeline.scenemetrics.puzzlesim-weights-path", "/w/sq.pth",
+        "--pipeline.scenemetrics.prism-head-path", "/w/head.safetensors",
+        "--pipeline.scenemetrics.prism-center-crop", "True",
+    ]  # fmt: skip
+    parsed = tyro.cli(tyro.conf.FlagConversionOff[type(cfg)], default=cfg, args=args)  # as ns-train parses
+    opts = parsed.pipeline.scenemetrics
+    assert opts.metrics == ("puzzlesim", "prism") and opts.every_n_steps == 10 and opts.num_eval_views == 1
+    assert str(opts.puzzlesim_weights_path) == "/w/sq.pth" and str(opts.prism_head_path) == "/w/head.safetensors"
+    assert opts.prism_center_crop is True
+
+
+# -- the callback on a stub pipeline (no nerfstudio model, no training) -------------------------------------------
+
+
+class _Cameras:
+    def __init__(self, c2w: torch.Tensor) -> None:
+        self.camera_to_worlds = c2w
+
+    def __getitem__(self, index):
+        return _Cameras(self.camera_to_worlds[index])
+
+    def to(self, device):
+        return self
+
+
+class _Dataset:
+    def __init__(self, images: torch.Tensor, c2w: torch.Tensor) -> None:
+        self.images, self.cameras = images, _Cameras(c2w)
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def get_image_float32(self, index: int) -> torch.Tensor:
+        return self.images[index]
+
+
+def _c2w(x: float, y: float, z: float) -> torch.Tensor:
+    m = torch.zeros(3, 4)
+    m[:, :3] = torch.eye(3)
+    m[:, 3] = torch.tensor([x, y, z])
+    return m
+
+
+class _Model(torch.nn.Module):
+    def __init__(self, size) -> None:
+        super().__init__()
+        self.size = size
+        self.calls = []
+
+    def get_outputs_for_camera(self, camera):
+        self.calls.append((self.training, camera.camera_to_worlds.clone()))
+        centre = camera.camera_to_worlds[0, :, 3]
+        g = torch.Generator().manual_seed(int(1000 * float(centre.abs().sum())))
+        return {"rgb": 1.2 * torch.rand(*self.size, 3, generator=g), "background": torch.tensor([0.0, 0.0, 1.0])}
+
+
+class _Pipeline(torch.nn.Module):
+    def __init__(self, size=(24, 32), target_size=None) -> None:
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        self.device = torch.device("cpu")
+        self.model = _Model(size)
+        train_c2w = torch.stack([_c2w(3 * math.cos(a), 3 * math.sin(a), 1.0) for a in torch.linspace(0, 6, 6)])
+        eval_c2w = torch.stack([_c2w(3 * math.cos(a), 3 * math.sin(a), 1.2) for a in (0.1, 2.0, 4.0)])
+        tsize = target_size or size
+        self.datamanager = SimpleNamespace(
+            train_dataset=_Dataset(torch.rand(6, *size, 3, generator=g), train_c2w),
+            eval_dataset=_Dataset(torch.rand(3, *tsize, 4, generator=g), eval_c2w),
+        )
+
+
+@pytest.fixture
+def written(monkeypatch):
+    from nerfstudio.utils import writer
+
+    out = {"scalars": [], "images": []}
+    monkeypatch.setattr(writer, "put_scalar", lambda name, scalar, step: out["scalars"].append((name, scalar, step)))
+    monkeypatch.setattr(writer, "put_image", lambda name, image, step: out["images"].append((name, image, step)))
+    return out
+
+
+def test_callback_on_stub_pipeline(tmp_path, written) -> None:
+    from nerfstudio.engine.callbacks import TrainingCallbackLocation
+
+    from scenemetrics.callbacks.nerfstudio import SceneMetricsNerfstudioConfig, SceneMetricsTrainingCallback
+
+    w = sm.puzzlesim.random_checkpoint("squeezenet1_1", tmp_path / "sq.pth")
+    pipeline = _Pipeline()
+    cfg = SceneMetricsNerfstudioConfig(
+        every_n_steps=10, num_eval_views=2, max_reference_views=3, puzzlesim_weights_path=w, max_logged_images=1
+    )
+    cb = SceneMetricsTrainingCallback(pipeline, cfg)
+    assert cb.where_to_run == [TrainingCallbackLocation.AFTER_TRAIN_ITERATION] and cb.update_every_num_iters == 10
+    cb.run_callback_at_location(0, TrainingCallbackLocation.AFTER_TRAIN_ITERATION)  # step 0 is skipped
+    cb.run_callback_at_location(5, TrainingCallbackLocation.AFTER_TRAIN_ITERATION)  # off schedule
+    assert written["scalars"] == [] and pipeline.model.calls == []
+    pipeline.train()
+    cb.run_callback_at_location(10, TrainingCallbackLocation.AFTER_TRAIN_ITERATION)
+    assert pipeline.training and pipeline.model.training
+    # the two evenly spaced eval views 0 and 2 were rendered in eval mode
+    assert [c[0] for c in pipeline.model.calls] == [False, False]
+    xs = [float(c[1][0, 0, 3]) for c in pipeline.model.calls]
+    assert xs == pytest.approx([3 * math.cos(0.1), 3 * math.cos(4.0)], rel=1e-6)
+    scalars = {name: (value, step) for name, value, step in written["scalars"]}
+    assert set(scalars) == {"scenemetrics/puzzlesim", "scenemetrics/eval_seconds"}
+
+    # independent recomputation: references = train images 0, 2/3 (->3), 5; renders clamped
+    train = pipeline.datamanager.train_dataset.images
+    refs = train[[0, 3, 5]].permute(0, 3, 1, 2)
+    metric = sm.PuzzleSim(refs, weights_path=w)
+    cams = pipeline.datamanager.eval_dataset.cameras.camera_to_worlds
+    renders = [pipeline.model.get_outputs_for_camera(_Cameras(cams[i : i + 1]))["rgb"] for i in (0, 2)]
+    metric.update(torch.stack([r.clamp(0, 1).permute(2, 0, 1) for r in renders]))
+    assert scalars["scenemetrics/puzzlesim"][0] == pytest.approx(float(metric.compute()), abs=1e-6)
+    assert scalars["scenemetrics/puzzlesim"][1] == 10
+    (name, image, step), *rest = written["images"]
+    assert (name, step, rest) == ("scenemetrics/puzzlesim/map/0", 10, [])
+    assert image.shape == (24, 32, 3) and image.dtype == torch.float32 and 0 <= float(image.min()) <= 1
+
+
+def test_callback_prism_wiring_with_standins(tmp_path, written, monkeypatch) -> None:
+    import scenemetrics.callbacks.nerfstudio as nsmod
+
+    spherical = []
+
+    def spherical_from_c2w(c2w):
+        spherical.append(c2w.shape)
+        x, y, z = c2w[..., 0, 3], c2w[..., 1, 3], c2w[..., 2, 3]
+        r = torch.sqrt(x * x + y * y + z * z)
+        return torch.stack(
+            [torch.rad2deg(torch.atan2(torch.sqrt(x * x + y * y), z)), torch.rad2deg(torch.atan2(y, x)), r]
+        )
+
+    monkeypatch.setattr(sm.prism, "spherical_from_c2w", spherical_from_c2w, raising=False)
+    monkeypatch.setattr(sm.prism, "relative_pose", lambda s, t: t - s, raising=False)
+    prism = PRISMDistance()
+    monkeypatch.setattr(nsmod, "build_metrics", lambda cfg, device: {"prism": prism})
+    pipeline = _Pipeline(size=(24, 32), target_size=(12, 16))
+    cfg = nsmod.SceneMetricsNerfstudioConfig(metrics=("prism",), every_n_steps=5, num_eval_views=3)
+    cb = nsmod.SceneMetricsTrainingCallback(pipeline, cfg)
+    with pytest.warns(UserWarning) as record:
+        cb.evaluate(5)
+    messages = " ".join(str(r.message) for r in record)
+    assert "resized to the render size" in messages and "PRISM needs square views" in messages
+    assert prism.calls == [] and [name for name, _, _ in written["scalars"]] == ["scenemetrics/eval_seconds"]
+
+    crop = nsmod.SceneMetricsTrainingCallback(pipeline, nsmod.SceneMetricsNerfstudioConfig(
+        metrics=("prism",), every_n_steps=5, num_eval_views=3, prism_center_crop=True
+    ))  # fmt: skip
+    with pytest.warns(UserWarning, match="resized to the render size"):
+        crop.evaluate(10)
+    assert [c[:3] for c in prism.calls] == [((1, 3, 24, 24), (1, 3, 24, 24), (1, 3, 24, 24))] * 3
+    assert all(shape == (4, 4) for shape in spherical)
+    # eval view 0 sits at angle 0.1: its nearest training camera is camera 0 (angle 0); pose = eval - source
+    dm = pipeline.datamanager
+    source, pred, target, pose = prism.inputs[0]
+    full = torch.eye(4)
+    full[:3] = dm.eval_dataset.cameras.camera_to_worlds[0]
+    src = torch.eye(4)
+    src[:3] = dm.train_dataset.cameras.camera_to_worlds[0]
+    assert torch.allclose(pose, spherical_from_c2w(full) - spherical_from_c2w(src))
+    assert torch.equal(source[0], dm.train_dataset.images[0].permute(2, 0, 1)[:, :, 4:28])
+    rgb = pipeline.model.get_outputs_for_camera(_Cameras(dm.eval_dataset.cameras.camera_to_worlds[0:1]))["rgb"]
+    assert torch.equal(pred[0], rgb.clamp(0, 1).permute(2, 0, 1)[:, :, 4:28])
+    assert target.shape == (1, 3, 24, 24) and float(target.min()) >= 0 and float(target.max()) <= 1
+    tags = [name for name, _, step in written["scalars"] if step == 10]
+    assert sorted(tags) == ["scenemetrics/eval_seconds", "scenemetrics/prism/mean", "scenemetrics/prism/nested/double"]
+    mean = sum(float((p - t).abs().mean()) for _, p, t, _ in prism.inputs) / 3
+    assert dict((n, v) for n, v, _ in written["scalars"])["scenemetrics/prism/mean"] == pytest.approx(mean, rel=1e-5)
+
+
+def test_rgba_targets_are_composited_on_the_model_background() -> None:
+    from scenemetrics.callbacks.nerfstudio import _hwc_to_batch
+
+    rgba = torch.tensor([[[1.0, 0.0, 0.0, 0.25]]])
+    out = _hwc_to_batch(rgba, torch.tensor([0.0, 0.0, 1.0]))
+    assert torch.allclose(out.flatten(), torch.tensor([0.25, 0.0, 0.75]))
+    assert torch.allclose(_hwc_to_batch(rgba).flatten(), torch.tensor([1.0, 0.75, 0.75]))
+
+
+def test_build_metrics_passes_weights_and_disables_sync(tmp_path) -> None:
+    from scenemetrics.callbacks.nerfstudio import SceneMetricsNerfstudioConfig, build_metrics
+
+    w = sm.puzzlesim.random_checkpoint("squeezenet1_1", tmp_path / "sq.pth")
+    metric = build_metrics(SceneMetricsNerfstudioConfig(puzzlesim_weights_path=w))["puzzlesim"]
+    assert metric.weights_path == str(w) and metric.sync_on_compute is False

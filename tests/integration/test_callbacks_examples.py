@@ -1,0 +1,82 @@
+"""The callbacks examples and the overhead benchmark run (scaled down) and produce what they promise."""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("lightning.pytorch")
+pytest.importorskip("tensorboard")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load(relative: str):
+    """Import a script from the repository by path (examples and benchmarks are not packages)."""
+    path = ROOT / relative
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
+    return module
+
+
+SMALL = ["--gaussians", "24", "--size", "24", "--train-views", "3", "--eval-views", "2"]
+
+
+def test_lightning_tiny_splat_example(tmp_path) -> None:
+    example = _load("examples/callbacks_lightning_tiny_splat.py")
+    args = ["--steps", "4", "--every-n-steps", "2", *SMALL, "--random-weights", "--out", str(tmp_path)]
+    callback = example.main(args)
+    assert callback.num_evaluations == 2
+    assert len(glob.glob(str(tmp_path / "tiny_splat" / "version_0" / "events.out.tfevents.*"))) == 1
+
+
+def test_gsplat_example_cpu_backend(tmp_path) -> None:
+    example = _load("examples/callbacks_lightning_gsplat.py")
+    args = [
+        "--backend",
+        "tiny",
+        "--steps",
+        "2",
+        "--every-n-steps",
+        "2",
+        *SMALL,
+        "--random-weights",
+        "--out",
+        str(tmp_path),
+    ]
+    assert example.main(args).num_evaluations == 1
+
+
+def test_overhead_benchmark_smoke(capsys) -> None:
+    bench = _load("benchmarks/callback_overhead.py")
+    out = bench.main(["--steps", "2", "--every-n-steps", "1", "--repeats", "1", "--threads", "1", *SMALL])
+    assert out["workload"] == "R-CPU"
+    for key in ("train_step_s", "eval_s", "reference_embed_s"):
+        assert math.isfinite(out[key]) and out[key] > 0, key
+    for n in ("500", "50"):  # amortised cost = one evaluation / (n training steps)
+        assert out["overhead_at"][n] == pytest.approx(out["eval_s"] / (int(n) * out["train_step_s"]), rel=1e-2)
+    assert capsys.readouterr().out.strip().startswith("{")
+
+
+@pytest.mark.nerfstudio
+def test_nerfstudio_scripted_example_config(tmp_path) -> None:
+    pytest.importorskip("nerfstudio")
+    example = _load("examples/callbacks_nerfstudio_scripted.py")
+    args = example.argparse.Namespace(
+        method="nerfacto", metrics=["puzzlesim"], every_n_steps=10, eval_views=1, puzzlesim_weights=None,
+        data=tmp_path, blender=True, iterations=30, out=tmp_path / "out", cpu=True,
+    )  # fmt: skip
+    cfg = example.build_config(args)
+    assert type(cfg.pipeline).__name__ == "SceneMetricsPipelineConfig"
+    assert cfg.pipeline.scenemetrics.every_n_steps == 10 and cfg.machine.device_type == "cpu"
+    assert type(cfg.pipeline.datamanager.dataparser).__name__ == "BlenderDataParserConfig"

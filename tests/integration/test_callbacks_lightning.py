@@ -1,0 +1,338 @@
+"""SceneMetricsCallback in real Lightning fits (CPU): TensorBoard / W&B read-back, DDP, resume, modes, references."""
+
+from __future__ import annotations
+
+import datetime
+import glob
+import io
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+pl = pytest.importorskip("lightning.pytorch")
+pytest.importorskip("tensorboard")
+
+from examples.callbacks_lightning_tiny_splat import TinySplatModule  # noqa: E402
+from PIL import Image  # noqa: E402
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
+from tests.utils.standin_metrics import OSIM, PRISMDistance  # noqa: E402
+from tests.utils.tiny_splat import make_splat_scene  # noqa: E402
+
+import scenemetrics as sm  # noqa: E402
+from scenemetrics.callbacks import RenderedView, SceneMetricsCallback  # noqa: E402
+from scenemetrics.viz import apply_colormap, to_uint8  # noqa: E402
+
+SIZE = (24, 32)  # non-square on purpose: a CHW/HWC mix-up cannot go unnoticed
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch, tmp_path):
+    monkeypatch.setenv("SCENEMETRICS_OFFLINE", "1")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    monkeypatch.setenv("WANDB_CACHE_DIR", str(tmp_path / "wandb_cache"))
+    monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb_config"))
+
+
+@pytest.fixture
+def weights(tmp_path) -> Path:
+    return sm.puzzlesim.random_checkpoint("squeezenet1_1", tmp_path / "squeezenet1_1.pth")
+
+
+@pytest.fixture(scope="module")
+def scene():
+    return make_splat_scene(num_gaussians=48, num_train=6, num_eval=2, size=SIZE, seed=3)
+
+
+def _model(scene, **kwargs) -> TinySplatModule:
+    torch.manual_seed(0)
+    return TinySplatModule(scene, num_gaussians=kwargs.pop("num_gaussians", 48), lr=0.02, **kwargs)
+
+
+def _trainer(tmp_path: Path, **kwargs) -> pl.Trainer:
+    kwargs.setdefault("logger", False)
+    kwargs.setdefault("enable_checkpointing", False)
+    return pl.Trainer(
+        accelerator="cpu",
+        default_root_dir=tmp_path,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=kwargs.pop("num_sanity_val_steps", 0),
+        **kwargs,
+    )
+
+
+def _events(logdir: Path) -> EventAccumulator:
+    files = glob.glob(str(logdir / "**" / "events.out.tfevents.*"), recursive=True)
+    assert len(files) == 1, files
+    acc = EventAccumulator(files[0], size_guidance={"scalars": 0, "images": 0})
+    acc.Reload()
+    return acc
+
+
+def _scalars(acc: EventAccumulator, tag: str) -> list[tuple[int, float]]:
+    return [(e.step, e.value) for e in acc.Scalars(tag)]
+
+
+def _decode(event) -> torch.Tensor:
+    img = Image.open(io.BytesIO(event.encoded_image_string))
+    assert img.mode == "RGB"
+    return torch.from_numpy(np.array(img)).permute(2, 0, 1)
+
+
+def _final_puzzlesim(model: TinySplatModule, scene, weights) -> tuple[float, torch.Tensor]:
+    """Independent recomputation: PuzzleSim of the model's eval renders against all training views."""
+    metric = sm.PuzzleSim(scene.train_images, weights_path=weights)
+    with torch.no_grad():
+        renders = torch.stack([model.render(v).clamp(0, 1) for v in scene.eval_viewmats])
+    metric.update(renders[:1])
+    first_map = metric.last_maps[0]
+    metric.update(renders[1:])
+    return float(metric.compute()), first_map
+
+
+def test_tensorboard_readback_references_once_and_monitoring(tmp_path, weights, scene) -> None:
+    model = _model(scene)
+    metric = sm.PuzzleSim(weights_path=weights)
+    net = sm.puzzlesim.load_backbone("squeezenet1_1", weights, "cpu")  # the cached instance the metric uses
+    batch_sizes: list[int] = []
+    hook = net.register_forward_hook(lambda mod, args, out: batch_sizes.append(args[0].shape[0]))
+    cb = SceneMetricsCallback({"puzzlesim": metric}, every_n_steps=5, max_logged_images=1, log_renders=True)
+    tb = pl.loggers.TensorBoardLogger(tmp_path, name="tb", version=0)
+    csv = pl.loggers.CSVLogger(tmp_path, name="csv", version=0)
+    best = pl.callbacks.ModelCheckpoint(
+        dirpath=tmp_path / "ckpt", monitor="scenemetrics/puzzlesim", mode="max", every_n_train_steps=5, save_top_k=1
+    )
+    try:
+        _trainer(tmp_path, max_steps=20, logger=[tb, csv], callbacks=[cb, best], enable_checkpointing=True).fit(model)
+    finally:
+        hook.remove()
+
+    # the 6 references were embedded in one backbone pass, never again over 4 evaluations (eval renders are B=1)
+    assert batch_sizes.count(6) == 1 and set(batch_sizes) == {1, 6} and batch_sizes.count(1) == 8
+    acc = _events(tmp_path / "tb" / "version_0")
+    values = _scalars(acc, "scenemetrics/puzzlesim")
+    assert [s for s, _ in values] == [5, 10, 15, 20]
+    assert all(0.0 <= v <= 1.0 for _, v in values)
+    expected, first_map = _final_puzzlesim(model, scene, weights)
+    assert values[-1][1] == pytest.approx(expected, abs=1e-6)
+    assert float(model.trainer.callback_metrics["scenemetrics/puzzlesim"]) == pytest.approx(expected, abs=1e-6)
+    assert float(best.best_model_score) == pytest.approx(max(v for _, v in values), abs=1e-6)
+    seconds = _scalars(acc, "scenemetrics/eval_seconds")
+    assert [s for s, _ in seconds] == [5, 10, 15, 20] and all(math.isfinite(v) and v > 0 for _, v in seconds)
+
+    images = acc.Images("scenemetrics/puzzlesim/map/0")
+    assert [e.step for e in images] == [5, 10, 15, 20]
+    assert (images[-1].height, images[-1].width) == SIZE
+    assert torch.equal(_decode(images[-1]), apply_colormap(first_map, "jet_r"))
+    with torch.no_grad():
+        render0 = model.render(scene.eval_viewmats[0]).clamp(0, 1)
+    assert torch.equal(_decode(acc.Images("scenemetrics/render/0")[-1]), to_uint8(render0))
+    assert "scenemetrics/puzzlesim/map/1" not in acc.Tags()["images"]  # max_logged_images=1
+    csv_text = (tmp_path / "csv" / "version_0" / "metrics.csv").read_text()
+    assert "scenemetrics/puzzlesim" in csv_text.splitlines()[0]
+
+
+def test_wandb_offline_readback(tmp_path, weights, scene) -> None:
+    wandb = pytest.importorskip("wandb")
+    from tests.utils.wandb_reader import read_history, record_types, wait_for_exit_record
+
+    cb = SceneMetricsCallback({"puzzlesim": sm.PuzzleSim(weights_path=weights)}, every_n_steps=5, max_logged_images=1)
+    logger = pl.loggers.WandbLogger(offline=True, save_dir=str(tmp_path), project="scenemetrics-test")
+    try:
+        _trainer(tmp_path, max_steps=20, logger=logger, callbacks=[cb]).fit(_model(scene))
+    finally:
+        wandb.finish()
+    runs = glob.glob(str(tmp_path / "wandb" / "offline-run-*"))
+    assert len(runs) == 1
+    run_file = glob.glob(os.path.join(runs[0], "run-*.wandb"))[0]
+    assert wait_for_exit_record(run_file), record_types(run_file)
+    rows = read_history(run_file)
+    scalar_rows = [r for r in rows if "scenemetrics/puzzlesim" in r]
+    assert [r["trainer/global_step"] for r in scalar_rows] == [5, 10, 15, 20], (record_types(run_file), rows[:3])
+    assert all(0.0 <= r["scenemetrics/puzzlesim"] <= 1.0 for r in scalar_rows)
+    tag = "scenemetrics/puzzlesim/map/0"
+    image_rows = [r for r in rows if tag in r or f"{tag}/_type" in r]
+    assert [r["trainer/global_step"] for r in image_rows] == [5, 10, 15, 20]
+    kinds = {r[tag]["_type"] if tag in r else r[f"{tag}/_type"] for r in image_rows}
+    assert kinds <= {"images/separated", "image-file"}
+    pngs = glob.glob(os.path.join(runs[0], "files", "media", "images", "scenemetrics", "puzzlesim", "map", "*.png"))
+    assert len(pngs) == 4
+    assert Image.open(pngs[0]).size == (SIZE[1], SIZE[0])
+
+
+@pytest.mark.slow
+def test_ddp_two_processes_log_once_with_synced_values(tmp_path, weights, scene) -> None:
+    model = _model(scene)
+    cb = SceneMetricsCallback({"puzzlesim": sm.PuzzleSim(weights_path=weights)}, every_n_steps=5)
+    tb = pl.loggers.TensorBoardLogger(tmp_path, name="tb", version=0)
+    # ddp_spawn (gloo) with a finite process-group timeout: a collective that never completes fails, not hangs
+    ddp = pl.strategies.DDPStrategy(start_method="spawn", timeout=datetime.timedelta(seconds=120))
+    trainer = _trainer(tmp_path, max_steps=10, logger=tb, callbacks=[cb], devices=2, strategy=ddp)
+    trainer.fit(model)  # ddp_spawn copies rank 0's final weights back into `model`
+    acc = _events(tmp_path / "tb")  # exactly one event file: only rank 0 wrote
+    values = _scalars(acc, "scenemetrics/puzzlesim")
+    assert [s for s, _ in values] == [5, 10]
+    expected, _ = _final_puzzlesim(model, scene, weights)  # both views; rank 0 rendered view 0, rank 1 view 1
+    assert values[-1][1] == pytest.approx(expected, abs=1e-6)
+    single = sm.PuzzleSim(scene.train_images, weights_path=weights)
+    with torch.no_grad():
+        single.update(model.render(scene.eval_viewmats[0]).clamp(0, 1))
+    assert abs(float(single.compute()) - expected) > 1e-4  # the logged value is not rank 0's view alone
+    tags = acc.Tags()["images"]
+    assert "scenemetrics/puzzlesim/map/0" in tags and "scenemetrics/puzzlesim/map/1" not in tags
+
+
+def test_resume_keeps_the_schedule(tmp_path, weights, scene) -> None:
+    def callbacks():
+        cb = SceneMetricsCallback({"puzzlesim": sm.PuzzleSim(weights_path=weights)}, every_n_steps=5)
+        other = SceneMetricsCallback({"mean_render": sm.PuzzleSim(weights_path=weights)}, every_n_steps=7)
+        return cb, other
+
+    cb, other = callbacks()
+    ckpt = pl.callbacks.ModelCheckpoint(dirpath=tmp_path / "ckpt", every_n_train_steps=12, save_top_k=-1)
+    tb = pl.loggers.TensorBoardLogger(tmp_path, name="tb", version=0)
+    _trainer(tmp_path, max_steps=12, logger=tb, callbacks=[cb, other, ckpt], enable_checkpointing=True).fit(
+        _model(scene)
+    )
+    assert [s for s, _ in _scalars(_events(tmp_path / "tb" / "version_0"), "scenemetrics/puzzlesim")] == [5, 10]
+    path = next((tmp_path / "ckpt").glob("*step=12*.ckpt"))
+    state = torch.load(path, weights_only=False)["callbacks"]
+    assert state[cb.state_key] == {"last_eval_step": 10, "num_evaluations": 2}
+    assert state[other.state_key] == {"last_eval_step": 7, "num_evaluations": 1}
+    assert not any("puzzlesim" in k or "backbone" in k for k in torch.load(path, weights_only=False)["state_dict"])
+
+    cb2, other2 = callbacks()
+    tb2 = pl.loggers.TensorBoardLogger(tmp_path, name="tb", version=1)
+    _trainer(tmp_path, max_steps=20, logger=tb2, callbacks=[cb2, other2]).fit(_model(scene), ckpt_path=path)
+    assert [s for s, _ in _scalars(_events(tmp_path / "tb" / "version_1"), "scenemetrics/puzzlesim")] == [15, 20]
+    assert (cb2.num_evaluations, cb2.last_eval_step) == (4, 20)
+    assert (other2.num_evaluations, other2.last_eval_step) == (2, 14)
+
+
+class _ValidatedSplat(TinySplatModule):
+    """Adds a validation loop (for the sanity check) and a frozen submodule (for mode restoration)."""
+
+    def __init__(self, scene, **kwargs) -> None:
+        super().__init__(scene, num_gaussians=48, lr=0.02, **kwargs)
+        self.frozen = torch.nn.Linear(1, 1)
+
+    def on_train_start(self) -> None:
+        self.frozen.eval()
+
+    def validation_step(self, batch, batch_idx):
+        return None
+
+    def val_dataloader(self):
+        return torch.utils.data.DataLoader(torch.arange(2), batch_size=1)
+
+
+def test_sanity_check_and_eval_at_start(tmp_path, weights, scene) -> None:
+    seen: list[tuple[int, bool]] = []
+
+    def render_fn(module, view):
+        seen.append((module.trainer.global_step, module.trainer.sanity_checking))
+        return module.render_view(view)
+
+    cb = SceneMetricsCallback(
+        {"puzzlesim": sm.PuzzleSim(weights_path=weights)},
+        every_n_steps=4,
+        eval_at_start=True,
+        render_fn=render_fn,
+        references=lambda trainer, module: module.train_images,
+        max_reference_views=3,
+    )
+    trainer = _trainer(tmp_path, max_steps=4, callbacks=[cb], num_sanity_val_steps=2, val_check_interval=2)
+    trainer.fit(_ValidatedSplat(scene))
+    assert seen == [(0, False), (0, False), (4, False), (4, False)]
+    assert cb.metrics["puzzlesim"].memory.num_references == 3
+
+
+def test_model_modes_restored_after_a_failing_evaluation(tmp_path, weights, scene) -> None:
+    def render_fn(module, view):
+        assert not module.training and not module.frozen.training
+        raise RuntimeError("render failed")
+
+    model = _ValidatedSplat(scene)
+    cb = SceneMetricsCallback({"puzzlesim": sm.PuzzleSim(weights_path=weights)}, every_n_steps=2, render_fn=render_fn)
+    with pytest.raises(RuntimeError, match="render failed"):
+        _trainer(tmp_path, max_steps=4, callbacks=[cb], limit_val_batches=0).fit(model)
+    assert model.training and not model.frozen.training
+
+
+def test_missing_references_and_renderer_errors(tmp_path, weights, scene) -> None:
+    class NoRefs(TinySplatModule):
+        reference_views = None
+
+    cb = SceneMetricsCallback({"puzzlesim": sm.PuzzleSim(weights_path=weights)}, every_n_steps=2)
+    with pytest.raises(ValueError, match=r"'puzzlesim'.*references=.*reference_views\(\)"):
+        _trainer(tmp_path, max_steps=2, callbacks=[cb]).fit(NoRefs(scene, num_gaussians=8))
+
+    class NoRender(TinySplatModule):
+        render_view = None
+
+    cb = SceneMetricsCallback({"puzzlesim": sm.PuzzleSim(weights_path=weights)}, eval_views=[0], every_n_steps=2)
+    with pytest.raises(TypeError, match="render_view"):
+        _trainer(tmp_path, max_steps=2, callbacks=[cb]).fit(NoRender(scene, num_gaussians=8))
+
+    class NoViews(TinySplatModule):
+        eval_views = None
+
+    cb = SceneMetricsCallback({"puzzlesim": sm.PuzzleSim(weights_path=weights)}, every_n_steps=2)
+    with pytest.raises(ValueError, match="eval_views"):
+        _trainer(tmp_path, max_steps=2, callbacks=[cb]).fit(NoViews(scene, num_gaussians=8))
+
+
+def test_standins_dataloader_views_and_epoch_schedule(tmp_path, scene, monkeypatch) -> None:
+    """OSIM / PRISM contracts through Lightning: class scores, overlays, dict results, extras from render_fn."""
+    monkeypatch.setattr(
+        sm.osim,
+        "draw_low_objects",
+        lambda image, result, *, image_index=0, threshold=None: torch.zeros(3, *image.shape[-2:], dtype=torch.uint8),
+        raising=False,
+    )
+
+    def render_fn(module, batch):
+        idx = int(batch[0])
+        render = module.render(module.eval_viewmats[idx])
+        extras = {"source": module.train_images[idx], "pose": torch.tensor([0.0, 30.0 * idx, 0.0])}
+        return render, module.eval_images[idx], extras
+
+    osim, prism = OSIM(), PRISMDistance()
+    cb = SceneMetricsCallback(
+        {"osim": osim, "prism": prism},
+        eval_views=torch.utils.data.DataLoader(torch.arange(2), batch_size=1),
+        every_n_epochs=2,
+        render_fn=render_fn,
+    )
+    tb = pl.loggers.TensorBoardLogger(tmp_path, name="tb", version=0)
+    _trainer(tmp_path, max_epochs=4, limit_train_batches=3, logger=tb, callbacks=[cb]).fit(_model(scene))
+    acc = _events(tmp_path / "tb")
+    for tag in ("scenemetrics/osim", "scenemetrics/osim/class/potted_plant", "scenemetrics/prism/mean"):
+        assert [s for s, _ in _scalars(acc, tag)] == [6, 12], tag
+    assert "scenemetrics/prism/nested/double" in acc.Tags()["scalars"]
+    assert [e.step for e in acc.Images("scenemetrics/osim/overlay/0")] == [6, 12]
+    assert [e.step for e in acc.Images("scenemetrics/osim/overlay/1")] == [6, 12]
+    assert prism.calls[0] == ((1, 3, *SIZE), (1, 3, *SIZE), (1, 3, *SIZE), (3,))
+
+
+def test_callable_eval_views(tmp_path, scene) -> None:
+    from tests.utils.standin_metrics import MeanRender
+
+    def views(trainer, module):
+        assert trainer.world_size == 1 and not module.training
+        return [RenderedView(module.render(v)) for v in module.eval_viewmats]
+
+    cb = SceneMetricsCallback(
+        {"mean": MeanRender()}, eval_views=views, every_n_steps=3, update_fns={"mean": lambda m, r, t, e: m.update(r)}
+    )
+    model = _model(scene)
+    _trainer(tmp_path, max_steps=3, callbacks=[cb]).fit(model)
+    with torch.no_grad():
+        expected = torch.stack([model.render(v).clamp(0, 1) for v in scene.eval_viewmats]).mean()
+    assert float(model.trainer.callback_metrics["scenemetrics/mean"]) == pytest.approx(float(expected), rel=1e-6)

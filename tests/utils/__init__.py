@@ -1,0 +1,1 @@
+"""Test helpers shared by several test modules and the examples (not public API)."""
