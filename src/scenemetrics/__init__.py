@@ -11,8 +11,7 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from scenemetrics._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -44,16 +43,6 @@ _CLASSES = {
     "OpenLex3DRetrieval": "scenemetrics.openlex3d",
 }
 
+
+_, __getattr__, __dir__ = lazy_exports(__name__, _CLASSES, _SUBMODULES)
 __all__ = ["__version__", *_SUBMODULES, *_CLASSES]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:
-        return importlib.import_module(f"scenemetrics.{name}")
-    if name in _CLASSES:
-        return getattr(importlib.import_module(_CLASSES[name]), name)
-    raise AttributeError(f"module 'scenemetrics' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))

@@ -15,8 +15,7 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from scenemetrics._lazy import lazy_exports
 
 _NAMES = {
     "RenderedView": "scenemetrics.callbacks.views",
@@ -27,16 +26,6 @@ _NAMES = {
 }
 _SUBMODULES = ("nerfstudio", "lightning", "logging", "evaluation", "views")
 
+
+_, __getattr__, __dir__ = lazy_exports(__name__, _NAMES, _SUBMODULES)
 __all__ = sorted([*_NAMES, "nerfstudio"])
-
-
-def __getattr__(name: str) -> Any:
-    if name in _NAMES:
-        return getattr(importlib.import_module(_NAMES[name]), name)
-    if name in _SUBMODULES:
-        return importlib.import_module(f"scenemetrics.callbacks.{name}")
-    raise AttributeError(f"module 'scenemetrics.callbacks' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))

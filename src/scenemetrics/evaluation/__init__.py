@@ -12,8 +12,7 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from scenemetrics._lazy import lazy_exports
 
 _EXPORTS = {
     "LAYOUTS": "layout",
@@ -43,14 +42,6 @@ _EXPORTS = {
     "format_value": "report",
 }
 
-__all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f"scenemetrics.evaluation.{_EXPORTS[name]}"), name)
-    raise AttributeError(f"module 'scenemetrics.evaluation' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+_all, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = _all

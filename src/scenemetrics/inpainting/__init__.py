@@ -13,8 +13,7 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from scenemetrics._lazy import lazy_exports
 
 _NAMES = {
     "puzzle_inpaint": "scenemetrics.inpainting.loop",
@@ -29,14 +28,6 @@ _NAMES = {
     "pad_symmetric": "scenemetrics.inpainting.inpainters",
 }
 
-__all__ = sorted(_NAMES)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _NAMES:
-        return getattr(importlib.import_module(_NAMES[name]), name)
-    raise AttributeError(f"module 'scenemetrics.inpainting' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+_all, __getattr__, __dir__ = lazy_exports(__name__, _NAMES)
+__all__ = _all

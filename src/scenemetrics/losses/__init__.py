@@ -6,8 +6,7 @@ and is imported lazily.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from scenemetrics._lazy import lazy_exports
 
 _LOSSES = {
     "SoftPuzzleSimLoss": "scenemetrics.losses.puzzlesim",
@@ -15,10 +14,6 @@ _LOSSES = {
     "PRISMLoss": "scenemetrics.losses.prism",
 }
 
-__all__ = list(_LOSSES)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LOSSES:
-        return getattr(importlib.import_module(_LOSSES[name]), name)
-    raise AttributeError(f"module 'scenemetrics.losses' has no attribute {name!r}")
+_all, __getattr__, __dir__ = lazy_exports(__name__, _LOSSES)
+__all__ = _all

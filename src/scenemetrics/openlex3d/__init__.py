@@ -16,10 +16,11 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from typing import Any
+
+from scenemetrics._lazy import lazy_exports
 
 _NAMES = {
     "categories": (
@@ -56,20 +57,9 @@ _NAMES = {
 }
 _WHERE = {name: module for module, names in _NAMES.items() for name in names}
 
-__all__ = sorted(_WHERE)
 
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'scenemetrics.openlex3d' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"scenemetrics.openlex3d.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+_all, __getattr__, __dir__ = lazy_exports(__name__, _WHERE)
+__all__ = _all
 
 
 class _Package(types.ModuleType):

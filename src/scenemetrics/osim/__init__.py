@@ -12,8 +12,7 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from scenemetrics._lazy import lazy_exports
 
 _EXPORTS = {
     "YOLOX": "scenemetrics.osim.yolox",
@@ -37,14 +36,6 @@ _EXPORTS = {
     "draw_low_objects": "scenemetrics.osim.viz",
 }
 
-__all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'scenemetrics.osim' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+_all, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = _all

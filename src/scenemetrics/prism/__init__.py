@@ -21,8 +21,7 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from scenemetrics._lazy import lazy_exports
 
 _NAMES = {
     "Zero123Features": "features",
@@ -54,16 +53,6 @@ _NAMES = {
     "TrainHeadResult": "training",
 }
 
-__all__ = sorted(_NAMES)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _NAMES:
-        value = getattr(importlib.import_module(f"scenemetrics.prism.{_NAMES[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'scenemetrics.prism' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+_all, __getattr__, __dir__ = lazy_exports(__name__, _NAMES)
+__all__ = _all

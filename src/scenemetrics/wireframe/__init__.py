@@ -14,8 +14,7 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from scenemetrics._lazy import lazy_exports
 
 _EXPORTS = {
     "scenemetrics.wireframe.types": (
@@ -73,21 +72,9 @@ _EXPORTS = {
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
-__all__ = sorted(_WHERE)
-
 
 _SUBMODULES = ("types", "metrics", "hss2025", "properties", "ranking", "synthetic", "metric", "cli")
 
 
-def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:
-        return importlib.import_module(f"scenemetrics.wireframe.{name}")
-    if name in _WHERE:
-        value = getattr(importlib.import_module(_WHERE[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'scenemetrics.wireframe' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+_all, __getattr__, __dir__ = lazy_exports(__name__, _WHERE, _SUBMODULES)
+__all__ = _all
