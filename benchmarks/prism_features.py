@@ -31,64 +31,14 @@ import torch
 
 
 def _random_zero123_xl(device: torch.device):
-    """Zero123-XL-sized components with random weights (U-Net, VAE and projection materialised from the meta
-    device with N(0, 0.02) weights, which is much faster than their default initialisation)."""
-    from diffusers import AutoencoderKL, UNet2DConditionModel
-    from transformers import CLIPVisionConfig, CLIPVisionModelWithProjection
-
+    """Zero123-XL-sized components with random weights (:func:`scenemetrics.prism.random.random_components`)."""
     from scenemetrics.prism import Zero123Features
+    from scenemetrics.prism.random import random_components
     from scenemetrics.prism.zero123 import alphas_cumprod_from_config
 
-    with torch.device("meta"):
-        unet = UNet2DConditionModel(
-            sample_size=32,
-            in_channels=8,
-            out_channels=4,
-            block_out_channels=(320, 640, 1280, 1280),
-            down_block_types=("CrossAttnDownBlock2D",) * 3 + ("DownBlock2D",),
-            up_block_types=("UpBlock2D",) + ("CrossAttnUpBlock2D",) * 3,
-            layers_per_block=2,
-            cross_attention_dim=768,
-            attention_head_dim=8,
-        )
-        vae = AutoencoderKL(
-            down_block_types=("DownEncoderBlock2D",) * 4,
-            up_block_types=("UpDecoderBlock2D",) * 4,
-            block_out_channels=(128, 256, 512, 512),
-            layers_per_block=2,
-            latent_channels=4,
-            sample_size=256,
-            scaling_factor=0.18215,
-        )
-        proj = torch.nn.Linear(772, 768)
-    # CLIP is built normally: it holds integer position-id buffers that to_empty() would leave uninitialised
-    clip = CLIPVisionModelWithProjection(
-        CLIPVisionConfig(
-            hidden_size=1024,
-            intermediate_size=4096,
-            num_hidden_layers=24,
-            num_attention_heads=16,
-            image_size=224,
-            patch_size=14,
-            projection_dim=768,
-        )
-    ).to(device)
-    gen = torch.Generator(device="cpu").manual_seed(0)
-    modules = []
-    for module in (vae, unet, proj):
-        module = module.to_empty(device=device)
-        with torch.no_grad():
-            for p in module.parameters():
-                p.copy_((torch.randn(p.shape, generator=gen) * 0.02).to(device))
-            for b in module.buffers():
-                if b.is_floating_point():
-                    b.zero_()
-        modules.append(module)
-    modules.insert(2, clip)
-    alphas = alphas_cumprod_from_config(
-        {"beta_start": 0.00085, "beta_end": 0.012, "beta_schedule": "scaled_linear", "num_train_timesteps": 1000}
-    )
-    return Zero123Features(*modules, alphas)
+    parts = random_components("full", device=device)
+    alphas = alphas_cumprod_from_config(dict(parts["scheduler"].config))
+    return Zero123Features(parts["vae"], parts["unet"], parts["image_encoder"], parts["projection"], alphas)
 
 
 def _baseline(m, src: torch.Tensor, tgt: torch.Tensor, pose4: torch.Tensor) -> None:

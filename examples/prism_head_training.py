@@ -42,64 +42,11 @@ from scenemetrics.prism import (
     build_feature_cache,
     evaluate_head,
     load_view,
+    random_checkpoint,
     train_head,
 )
 
 AZIMUTHS = [i * 45.0 for i in range(8)]
-
-
-def tiny_zero123(folder: Path) -> Path:
-    """A random-weight Zero123 folder in the ``clip_camera_projection`` layout, with tiny configs."""
-    from diffusers import AutoencoderKL, DDIMScheduler, UNet2DConditionModel
-    from safetensors.torch import save_file
-    from transformers import CLIPVisionConfig, CLIPVisionModelWithProjection
-
-    torch.manual_seed(0)
-    UNet2DConditionModel(
-        sample_size=32,
-        in_channels=8,
-        out_channels=4,
-        down_block_types=("CrossAttnDownBlock2D",) * 3 + ("DownBlock2D",),
-        up_block_types=("UpBlock2D",) + ("CrossAttnUpBlock2D",) * 3,
-        block_out_channels=(16, 32, 64, 64),
-        layers_per_block=1,
-        norm_num_groups=8,
-        cross_attention_dim=32,
-        attention_head_dim=4,
-    ).save_pretrained(folder / "unet")
-    AutoencoderKL(
-        latent_channels=4,
-        down_block_types=("DownEncoderBlock2D",) * 4,
-        up_block_types=("UpDecoderBlock2D",) * 4,
-        block_out_channels=(16, 16, 16, 16),
-        layers_per_block=1,
-        norm_num_groups=8,
-        scaling_factor=0.18215,
-    ).save_pretrained(folder / "vae")
-    CLIPVisionModelWithProjection(
-        CLIPVisionConfig(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            image_size=32,
-            patch_size=8,
-            projection_dim=32,
-        )
-    ).save_pretrained(folder / "image_encoder")
-    DDIMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear").save_pretrained(
-        folder / "scheduler"
-    )
-    proj = torch.nn.Linear(32 + 4, 32)
-    (folder / "clip_camera_projection").mkdir()
-    save_file(
-        {"proj.weight": proj.weight.detach().contiguous(), "proj.bias": proj.bias.detach().contiguous()},
-        str(folder / "clip_camera_projection" / "diffusion_pytorch_model.safetensors"),
-    )
-    (folder / "model_index.json").write_text(
-        json.dumps({"_class_name": "Zero123Pipeline", "clip_camera_projection": ["zero123", "CLIPCameraProjection"]})
-    )
-    return folder
 
 
 def _panorama(rng: np.random.Generator, size: int) -> np.ndarray:
@@ -208,7 +155,7 @@ def main() -> None:
 
     out = Path(args.out or tempfile.mkdtemp(prefix="prism_example_"))
     out.mkdir(parents=True, exist_ok=True)
-    model = args.model or tiny_zero123(out / "tiny_zero123")
+    model = args.model or random_checkpoint(out / "tiny_zero123")  # random weights: uncalibrated
     extractor = Zero123Features.from_pretrained(model, image_size=args.image_size, device=args.device)
     dataset = write_dataset(out / "dataset", args.image_size)
     cache = build_feature_cache(dataset, out / "cache", extractor, batch_size=16)

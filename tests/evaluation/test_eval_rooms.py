@@ -73,81 +73,6 @@ def test_osim_scores_objects_and_pooling(tree, tmp_path):
     assert (out / "report" / "osim_violin_all.png").is_file()
 
 
-def _tiny_zero123(folder: Path) -> Path:
-    """A random-weight Zero123 diffusers folder with the tiny configs of specs/prism.md 12.1."""
-    from diffusers import AutoencoderKL, DDIMScheduler, UNet2DConditionModel
-    from safetensors.torch import save_file
-    from transformers import CLIPVisionConfig, CLIPVisionModelWithProjection
-
-    torch.manual_seed(0)
-    UNet2DConditionModel(
-        sample_size=32,
-        in_channels=8,
-        out_channels=4,
-        down_block_types=("CrossAttnDownBlock2D",) * 3 + ("DownBlock2D",),
-        up_block_types=("UpBlock2D",) + ("CrossAttnUpBlock2D",) * 3,
-        block_out_channels=(8, 16, 32, 32),
-        layers_per_block=1,
-        norm_num_groups=4,
-        cross_attention_dim=16,
-        attention_head_dim=2,
-    ).save_pretrained(folder / "unet")
-    AutoencoderKL(
-        in_channels=3,
-        out_channels=3,
-        latent_channels=4,
-        down_block_types=("DownEncoderBlock2D",) * 4,
-        up_block_types=("UpDecoderBlock2D",) * 4,
-        block_out_channels=(8, 8, 8, 8),
-        layers_per_block=1,
-        norm_num_groups=4,
-        sample_size=256,
-        scaling_factor=0.18215,
-    ).save_pretrained(folder / "vae")
-    CLIPVisionModelWithProjection(
-        CLIPVisionConfig(
-            hidden_size=16,
-            intermediate_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            image_size=32,
-            patch_size=8,
-            projection_dim=16,
-        )
-    ).save_pretrained(folder / "image_encoder")
-    DDIMScheduler(
-        beta_start=0.00085,
-        beta_end=0.012,
-        beta_schedule="scaled_linear",
-        num_train_timesteps=1000,
-        clip_sample=False,
-        set_alpha_to_one=False,
-        steps_offset=1,
-    ).save_pretrained(folder / "scheduler")
-    proj = torch.nn.Linear(16 + 4, 16)
-    (folder / "clip_camera_projection").mkdir()
-    save_file(
-        {f"proj.{k}": v.detach().contiguous() for k, v in proj.state_dict().items()},
-        str(folder / "clip_camera_projection" / "diffusion_pytorch_model.safetensors"),
-    )
-    (folder / "clip_camera_projection" / "config.json").write_text(
-        json.dumps({"_class_name": "CLIPCameraProjection", "embedding_dim": 768, "additional_embeddings": 4})
-    )
-    (folder / "model_index.json").write_text(
-        json.dumps(
-            {
-                "_class_name": "Zero123Pipeline",
-                "clip_camera_projection": ["zero123", "CLIPCameraProjection"],
-                "image_encoder": ["transformers", "CLIPVisionModelWithProjection"],
-                "scheduler": ["diffusers", "DDIMScheduler"],
-                "unet": ["diffusers", "UNet2DConditionModel"],
-                "vae": ["diffusers", "AutoencoderKL"],
-            }
-        )
-    )
-    return folder
-
-
 @needs_prism
 def test_prism_requirements_name_the_missing_flag():
     from scenemetrics.evaluation import get_metric
@@ -162,7 +87,7 @@ def test_prism_requirements_name_the_missing_flag():
 def test_prism_distance_and_mmd_from_cameras(copy_tree, tmp_path):
     prism = importlib.import_module("scenemetrics.prism")
     root = copy_tree()
-    model = _tiny_zero123(tmp_path / "zero123")
+    model = prism.random_checkpoint(tmp_path / "zero123")  # spec 12.1 tiny configuration, random weights
     for method in METHODS:
         # alpha: explicit poses; beta: the same poses from spherical cameras; m_noise/beta: no cameras.json
         for scene in SCENES:

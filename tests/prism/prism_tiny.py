@@ -10,117 +10,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import torch
-from torch import nn
+from scenemetrics.prism.random import MODEL_INDEX, TINY_FEATURE_DIM, random_components, save_zero123_folder
 
-TINY_FEATURE_DIM = 208  # 2 * (8 + 16 + 32 + 32) + 32
-
-MODEL_INDEX = {
-    "cc_projection": {
-        "_class_name": "Zero1to3StableDiffusionPipeline",
-        "_diffusers_version": "0.18.2",
-        "cc_projection": ["pipeline_zero1to3", "CCProjection"],
-        "feature_extractor": ["transformers", "CLIPImageProcessor"],
-        "image_encoder": ["transformers", "CLIPVisionModelWithProjection"],
-        "requires_safety_checker": True,
-        "safety_checker": ["stable_diffusion", "StableDiffusionSafetyChecker"],
-        "scheduler": ["diffusers", "DDIMScheduler"],
-        "unet": ["diffusers", "UNet2DConditionModel"],
-        "vae": ["diffusers", "AutoencoderKL"],
-    },
-    "clip_camera_projection": {
-        "_class_name": "Zero123Pipeline",
-        "_diffusers_version": "0.19.0",
-        "clip_camera_projection": ["zero123", "CLIPCameraProjection"],
-        "feature_extractor": ["transformers", "CLIPImageProcessor"],
-        "image_encoder": ["transformers", "CLIPVisionModelWithProjection"],
-        "requires_safety_checker": False,
-        "safety_checker": [None, None],
-        "scheduler": ["diffusers", "DDIMScheduler"],
-        "unet": ["diffusers", "UNet2DConditionModel"],
-        "vae": ["diffusers", "AutoencoderKL"],
-    },
-}
+__all__ = ["MODEL_INDEX", "TINY_FEATURE_DIM", "build_components", "save_folder", "write_synthetic_cache"]
 
 
 def build_components(seed: int = 0) -> dict:
     """Random-weight components with the tiny configs of spec §12.1 (seeded)."""
-    from diffusers import AutoencoderKL, DDIMScheduler, UNet2DConditionModel
-    from transformers import CLIPVisionConfig, CLIPVisionModelWithProjection
-
-    torch.manual_seed(seed)
-    unet = UNet2DConditionModel(
-        sample_size=32,
-        in_channels=8,
-        out_channels=4,
-        down_block_types=("CrossAttnDownBlock2D",) * 3 + ("DownBlock2D",),
-        up_block_types=("UpBlock2D",) + ("CrossAttnUpBlock2D",) * 3,
-        block_out_channels=(8, 16, 32, 32),
-        layers_per_block=1,
-        norm_num_groups=4,
-        cross_attention_dim=16,
-        attention_head_dim=2,
-    )
-    vae = AutoencoderKL(
-        in_channels=3,
-        out_channels=3,
-        latent_channels=4,
-        down_block_types=("DownEncoderBlock2D",) * 4,
-        up_block_types=("UpDecoderBlock2D",) * 4,
-        block_out_channels=(8, 8, 8, 8),
-        layers_per_block=1,
-        norm_num_groups=4,
-        sample_size=256,
-        scaling_factor=0.18215,
-    )
-    clip = CLIPVisionModelWithProjection(
-        CLIPVisionConfig(
-            hidden_size=16,
-            intermediate_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            image_size=32,
-            patch_size=8,
-            projection_dim=16,
-        )
-    )
-    projection = nn.Linear(16 + 4, 16)
-    scheduler = DDIMScheduler(
-        beta_start=0.00085,
-        beta_end=0.012,
-        beta_schedule="scaled_linear",
-        num_train_timesteps=1000,
-        clip_sample=False,
-        set_alpha_to_one=False,
-        steps_offset=1,
-    )
-    return {"unet": unet, "vae": vae, "image_encoder": clip, "projection": projection, "scheduler": scheduler}
+    return random_components("tiny", seed=seed)
 
 
 def save_folder(root: Path, parts: dict, layout: str, *, pickled: bool) -> Path:
     """Write ``parts`` as a diffusers folder in ``layout``; ``pickled`` writes .bin files as kxic's main branch."""
-    root.mkdir(parents=True, exist_ok=True)
-    parts["unet"].save_pretrained(root / "unet", safe_serialization=not pickled)
-    parts["vae"].save_pretrained(root / "vae", safe_serialization=not pickled)
-    parts["image_encoder"].save_pretrained(root / "image_encoder")
-    parts["scheduler"].save_pretrained(root / "scheduler")
-    proj_dir = root / layout
-    proj_dir.mkdir()
-    prefix = "projection." if layout == "cc_projection" else "proj."
-    state = {prefix + k: v.detach().clone().contiguous() for k, v in parts["projection"].state_dict().items()}
-    if layout == "cc_projection":
-        config = {"_class_name": "CCProjection", "_diffusers_version": "0.18.2"}
-    else:
-        config = {"_class_name": "CLIPCameraProjection", "embedding_dim": 768, "additional_embeddings": 4}
-    (proj_dir / "config.json").write_text(json.dumps(config))
-    if pickled:
-        torch.save(state, proj_dir / "diffusion_pytorch_model.bin")
-    else:
-        from safetensors.torch import save_file
-
-        save_file(state, str(proj_dir / "diffusion_pytorch_model.safetensors"))
-    (root / "model_index.json").write_text(json.dumps(MODEL_INDEX[layout], indent=2))
-    return root
+    return save_zero123_folder(root, parts, layout, pickled=pickled)
 
 
 def write_synthetic_cache(

@@ -212,3 +212,16 @@ def test_fp16_on_cuda_is_close_to_fp32(tiny_folders):
     assert a.device == src.device and b.dtype == torch.float32
     assert torch.allclose(a, cpu, atol=1e-4)
     assert torch.allclose(a, b, atol=2e-2)
+
+
+def test_random_checkpoint_loads_through_from_pretrained(tmp_path):
+    from scenemetrics.prism import Zero123Features, random_checkpoint
+
+    folder = random_checkpoint(tmp_path / "z")
+    assert (folder / "clip_camera_projection" / "diffusion_pytorch_model.safetensors").is_file()
+    model = Zero123Features.from_pretrained(folder)
+    assert model.feature_dim == prism_tiny.TINY_FEATURE_DIM
+    with pytest.raises(ValueError, match="`layout`"):
+        random_checkpoint(tmp_path / "bad", layout="nope")
+    with pytest.raises(ValueError, match="`size`"):
+        random_checkpoint(tmp_path / "bad", size="huge")

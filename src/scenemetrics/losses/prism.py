@@ -15,7 +15,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from scenemetrics.prism.features import Zero123Features, embed_features
+from scenemetrics.prism.features import Zero123Features, attach_frozen, embed_features
 
 __all__ = ["PRISMLoss"]
 
@@ -45,18 +45,9 @@ class PRISMLoss(nn.Module):
 
     def __init__(self, extractor: Zero123Features, head: nn.Module | None = None, *, reduction: str = "mean") -> None:
         super().__init__()
-        if not isinstance(extractor, nn.Module):
-            raise TypeError(f"`extractor` must be a Zero123Features module; received {type(extractor).__name__}")
-        if head is not None and not isinstance(head, nn.Module):
-            raise TypeError(f"`head` must be a ProjectionHead (nn.Module) or None; received {type(head).__name__}")
         if reduction not in _REDUCTIONS:
             raise ValueError(f"`reduction` must be one of {_REDUCTIONS}; received {reduction!r}")
-        for module in (extractor, head):
-            if module is not None:
-                module.eval()
-                module.requires_grad_(False)
-        self.__dict__["extractor"] = extractor
-        self.__dict__["head"] = head
+        attach_frozen(self, extractor, head, optional=False)
         self.reduction = reduction
 
     def _apply(self, fn: Callable, recurse: bool = True) -> PRISMLoss:

@@ -51,6 +51,7 @@ _NAMES = {
     "train_head": "training",
     "evaluate_head": "training",
     "TrainHeadResult": "training",
+    "random_checkpoint": "random",
 }
 
 

@@ -391,6 +391,28 @@ class Zero123Features(nn.Module):
         )
 
 
+def attach_frozen(owner: nn.Module, extractor: nn.Module | None, head: nn.Module | None, *, optional: bool) -> None:
+    """Check, freeze (eval, no grad) and attach ``extractor`` and ``head`` to ``owner`` as plain attributes.
+
+    Plain attributes, not submodules: they stay out of ``owner.state_dict()`` (a model holding a PRISM metric or
+    loss does not save Zero123's weights) and are never synced; the owner's ``_apply`` moves them.
+
+    Raises:
+        TypeError: ``extractor`` (``None`` allowed only when ``optional``) or ``head`` is not an ``nn.Module``.
+    """
+    if not isinstance(extractor, nn.Module) and not (optional and extractor is None):
+        allowed = " or None" if optional else ""
+        raise TypeError(f"`extractor` must be a Zero123Features module{allowed}; received {type(extractor).__name__}")
+    if head is not None and not isinstance(head, nn.Module):
+        raise TypeError(f"`head` must be a ProjectionHead (nn.Module) or None; received {type(head).__name__}")
+    for module in (extractor, head):
+        if module is not None:
+            module.eval()
+            module.requires_grad_(False)
+    owner.__dict__["extractor"] = extractor
+    owner.__dict__["head"] = head
+
+
 def embed_features(features: Tensor, head: nn.Module | None) -> Tensor:
     """Embeddings of features: ``head(features)``, or the L2-normalised features with ``head=None`` ("raw" mode).
 

@@ -33,7 +33,7 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 from torchmetrics.utilities.distributed import gather_all_tensors
 
-from scenemetrics.prism.features import Zero123Features, prism_distance, prism_embed
+from scenemetrics.prism.features import Zero123Features, attach_frozen, prism_distance, prism_embed
 from scenemetrics.prism.mmd import check_bandwidth, check_chunk_size, mmd_rbf_with_bandwidth, read_anchors
 from scenemetrics.prism.mmd import save_anchors as _save_anchors_file
 
@@ -44,19 +44,7 @@ class _FrozenHelpers(Metric):
     """Holds the extractor and head outside ``_modules`` (so outside ``state_dict``) and moves them with the metric."""
 
     def _set_helpers(self, extractor: Zero123Features | None, head: nn.Module | None) -> None:
-        if extractor is not None and not isinstance(extractor, nn.Module):
-            raise TypeError(
-                f"`extractor` must be a Zero123Features module or None; received {type(extractor).__name__}"
-            )
-        if head is not None and not isinstance(head, nn.Module):
-            raise TypeError(f"`head` must be a ProjectionHead (nn.Module) or None; received {type(head).__name__}")
-        for module in (extractor, head):
-            if module is not None:
-                module.eval()
-                module.requires_grad_(False)
-        # plain attributes, not submodules: they stay out of state_dict() and are never synced
-        self.__dict__["extractor"] = extractor
-        self.__dict__["head"] = head
+        attach_frozen(self, extractor, head, optional=True)
 
     def _apply(self, fn: Callable, exclude_state: Any = "") -> Metric:
         this = super()._apply(fn, exclude_state)
