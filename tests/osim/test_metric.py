@@ -132,7 +132,11 @@ def test_plot(nano) -> None:
     x = images(1)
     metric.update(degrade(x), x)
     fig, ax = metric.plot()
-    assert fig is not None and ax is not None
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    assert isinstance(fig, Figure) and isinstance(ax, Axes) and ax.figure is fig
+    assert ax.lines or ax.collections or ax.patches or ax.texts  # something was drawn
 
 
 # ---------------------------------------------------------------------------------------------- DDP

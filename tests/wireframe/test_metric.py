@@ -219,7 +219,11 @@ def test_plot(pairs):
     m = WireframeMetrics(("corner_f1", "wed"), threshold=0.5)
     m.update(preds[0], gts[0])
     fig, ax = m.plot()
-    assert fig is not None and ax is not None
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    assert isinstance(fig, Figure) and isinstance(ax, Axes) and ax.figure is fig
+    assert ax.lines or ax.collections or ax.patches or ax.texts  # something was drawn
 
 
 def test_metrics_with_fixed_options_do_not_share_a_call(pairs):
