@@ -32,6 +32,7 @@ def _blur(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.slow
+@pytest.mark.weights
 @pytest.mark.skipif(not _YOLOX_X.is_file(), reason=f"needs the real YOLOX-x checkpoint at {_YOLOX_X}")
 def test_blurring_the_object_lowers_osim_more_than_blurring_the_background() -> None:
     from scenemetrics.osim import YOLOX, osim
