@@ -37,6 +37,7 @@ from scenemetrics.wireframe.types import (
     PRF,
     HSSResult,
     Wireframe,
+    _validate_pair,
     edge_codes,
     validate_vertices,
     validate_wireframe,
@@ -611,8 +612,7 @@ def laplacian_spectrum(vertices: Any, edges: Any) -> np.ndarray:
         >>> laplacian_spectrum([[0, 0, 0], [1, 0, 0]], [[0, 1]])
         array([0., 2.])
     """
-    wf = validate_wireframe(vertices, edges, name="wireframe")
-    return _spectrum(wf)
+    return _spectrum(_validate_pair(vertices, edges, "vertices", "edges"))
 
 
 def _spectrum(wf: Wireframe) -> np.ndarray:
@@ -933,7 +933,7 @@ def sample_edges(
         array([0. , 0.5, 1. ])
     """
     sp = _check_sampling(spacing, points_per_wireframe)
-    return _sample(validate_wireframe(vertices, edges, name="wireframe"), sp, int(points_per_wireframe))
+    return _sample(_validate_pair(vertices, edges, "vertices", "edges"), sp, int(points_per_wireframe))
 
 
 def _sampled_distances(
