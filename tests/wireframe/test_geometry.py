@@ -165,6 +165,8 @@ def test_iou_errors():
         iou(*ONE, *ONE, radius=0.0)
     with pytest.raises(ValueError, match="radius"):
         iou(*ONE, *ONE, radius=math.nan)
+    with pytest.raises(ValueError, match="radius is required"):
+        iou(*ONE, *ONE, radius=None)
     with pytest.raises(ValueError, match="resolution"):
         iou(*ONE, *ONE, radius=0.1, resolution=0)
     with pytest.raises(ValueError, match="mode"):

@@ -72,10 +72,13 @@ WED_VARIANTS = ("corrected", "s23dr2024", "mnn", "nearest", "ap")
 
 
 def _nonneg(value: Any, arg: str) -> float:
+    # spec 5.1: a threshold that is not a finite number >= 0 is a ValueError, a missing one (None) included
+    if value is None:
+        raise ValueError(f"{arg} is required (a number in the coordinates' unit; there is no default), got None.")
     try:
         x = float(value)
     except (TypeError, ValueError):
-        raise TypeError(f"{arg} must be a number, got {type(value).__name__}.") from None
+        raise ValueError(f"{arg} must be a finite number, got {type(value).__name__} {value!r}.") from None
     if not math.isfinite(x) or x < 0:
         raise ValueError(f"{arg} must be a finite number >= 0 (in the coordinates' unit), got {value!r}.")
     return x
