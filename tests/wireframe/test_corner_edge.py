@@ -45,12 +45,14 @@ def test_unequal_sizes_and_empty_prediction():
     assert corner_prf(np.zeros((0, 3)), SQUARE, threshold=0.1) == PRF(0.0, 0.0, 0.0, 0, 0, 4)
 
 
-@pytest.mark.parametrize("bad", [-0.1, math.nan, math.inf])
+@pytest.mark.parametrize("bad", [-0.1, math.nan, math.inf, None, "half a metre"])
 def test_bad_threshold(bad):
     with pytest.raises(ValueError, match="threshold"):
         corner_prf(SQUARE, SQUARE, threshold=bad)
     with pytest.raises(ValueError, match="threshold"):
         edge_prf(SQUARE, SQUARE_E, SQUARE, SQUARE_E, threshold=bad)
+    with pytest.raises(ValueError, match="threshold"):
+        corner_offset(SQUARE, SQUARE, threshold=bad)
 
 
 def test_corner_offset_two_points():

@@ -37,6 +37,7 @@ from scenemetrics.wireframe.types import (
     PRF,
     HSSResult,
     Wireframe,
+    _validate_pair,
     edge_codes,
     validate_vertices,
     validate_wireframe,
@@ -71,10 +72,13 @@ WED_VARIANTS = ("corrected", "s23dr2024", "mnn", "nearest", "ap")
 
 
 def _nonneg(value: Any, arg: str) -> float:
+    # spec 5.1: a threshold that is not a finite number >= 0 is a ValueError, a missing one (None) included
+    if value is None:
+        raise ValueError(f"{arg} is required (a number in the coordinates' unit; there is no default), got None.")
     try:
         x = float(value)
     except (TypeError, ValueError):
-        raise TypeError(f"{arg} must be a number, got {type(value).__name__}.") from None
+        raise ValueError(f"{arg} must be a finite number, got {type(value).__name__} {value!r}.") from None
     if not math.isfinite(x) or x < 0:
         raise ValueError(f"{arg} must be a finite number >= 0 (in the coordinates' unit), got {value!r}.")
     return x
@@ -611,8 +615,7 @@ def laplacian_spectrum(vertices: Any, edges: Any) -> np.ndarray:
         >>> laplacian_spectrum([[0, 0, 0], [1, 0, 0]], [[0, 1]])
         array([0., 2.])
     """
-    wf = validate_wireframe(vertices, edges, name="wireframe")
-    return _spectrum(wf)
+    return _spectrum(_validate_pair(vertices, edges, "vertices", "edges"))
 
 
 def _spectrum(wf: Wireframe) -> np.ndarray:
@@ -933,7 +936,7 @@ def sample_edges(
         array([0. , 0.5, 1. ])
     """
     sp = _check_sampling(spacing, points_per_wireframe)
-    return _sample(validate_wireframe(vertices, edges, name="wireframe"), sp, int(points_per_wireframe))
+    return _sample(_validate_pair(vertices, edges, "vertices", "edges"), sp, int(points_per_wireframe))
 
 
 def _sampled_distances(

@@ -135,13 +135,13 @@ def edge_codes(edges: np.ndarray, n_vertices: int) -> np.ndarray:
     return np.minimum(edges[:, 0], edges[:, 1]) * max(n_vertices, 1) + np.maximum(edges[:, 0], edges[:, 1])
 
 
-def _check_simple(e: np.ndarray, n_vertices: int, arg: str, edges_name: str) -> None:
+def _check_simple(e: np.ndarray, n_vertices: int, arg: str, varg: str) -> None:
     loops = e[:, 0] == e[:, 1]
     if loops.any():
         i = int(np.flatnonzero(loops)[0])
         raise ValueError(
             f"{arg}[{i}] = {_fmt(e[i])} is a self-loop; remove it or normalise the wireframe with "
-            f"scenemetrics.wireframe.clean_wireframe({edges_name.split('_')[0]}_vertices, {edges_name})."
+            f"scenemetrics.wireframe.clean_wireframe({varg}, {arg})."
         )
     if len(e) < 2:
         return
@@ -182,9 +182,14 @@ def validate_wireframe(vertices: Any, edges: Any, *, name: str = "pred") -> Wire
         >>> validate_wireframe([[0, 0, 0], [0, 0, 1]], [[1, 0]]).edges.tolist()
         [[1, 0]]
     """
-    v = validate_vertices(vertices, arg=f"{name}_vertices")
-    e = _validate_edges(edges, len(v), f"{name}_edges", f"{name}_vertices")
-    _check_simple(e, len(v), f"{name}_edges", f"{name}_edges")
+    return _validate_pair(vertices, edges, f"{name}_vertices", f"{name}_edges")
+
+
+def _validate_pair(vertices: Any, edges: Any, varg: str, earg: str) -> Wireframe:
+    """:func:`validate_wireframe` with the argument names used in messages given in full."""
+    v = validate_vertices(vertices, arg=varg)
+    e = _validate_edges(edges, len(v), earg, varg)
+    _check_simple(e, len(v), earg, varg)
     return Wireframe(v, e)
 
 

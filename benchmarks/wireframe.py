@@ -10,7 +10,7 @@ written here, on the same pairs, in the same run: speed ratio and maximum absolu
 
 Prints one JSON object. Usage::
 
-    PYTHONPATH=src python benchmarks/wireframe_metrics.py [--pairs 1000] [--runs 3] [--hss-pairs 100]
+    PYTHONPATH=src python benchmarks/wireframe.py [--pairs 1000] [--runs 3] [--hss-pairs 100]
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def main() -> None:
     ours_ms, ours_cpu, ours = time_metric(lambda *p: wed(*p), pairs, args.runs)
     naive_ms, naive_cpu, naive = time_metric(naive_wed, pairs, args.runs)
     out = {
-        "benchmark": "wireframe_metrics",
+        "benchmark": "wireframe",
         "pairs": args.pairs,
         "runs": args.runs,
         "threads": os.environ.get("OMP_NUM_THREADS", "unset"),
