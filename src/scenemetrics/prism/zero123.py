@@ -64,7 +64,7 @@ LAYOUTS = {"cc_projection": "projection.", "clip_camera_projection": "proj."}
 COMPONENTS = ("unet", "vae", "image_encoder", "scheduler")
 """Sub-folders every Zero123 diffusers folder must hold (besides one of :data:`LAYOUTS`)."""
 
-_PRISM_EXTRA = 'pip install "scenemetrics[prism]"'
+_PRISM_EXTRA = "pip install 'scenemetrics[prism]'"
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
 
 
@@ -83,7 +83,7 @@ def require_extra(what: str, modules: Sequence[str] = ("diffusers", "transformer
         try:
             out.append(importlib.import_module(name))
         except ImportError as err:
-            raise ImportError(f"{what} needs the [prism] extra ({name} is missing): {_PRISM_EXTRA}") from err
+            raise ImportError(f"{what} needs the [prism] extra: {_PRISM_EXTRA} ({name} is missing)") from err
     return out
 
 
