@@ -98,6 +98,22 @@ def test_folder_without_projection_raises_valueerror(tiny_folders, tmp_path):
         Zero123Features.from_pretrained(folder)
 
 
+@pytest.mark.parametrize("layout", ["cc_projection", "clip_camera_projection"])
+def test_projection_folder_missing_but_listed_raises_valueerror(tiny_folders, tmp_path, layout):
+    # spec §12.2.2: a layout without a projection folder raises ValueError, even when model_index.json still names
+    # it; §4.1.1: a missing component of a local folder is a WeightsNotFoundError. The error is both.
+    folder = _copy(tiny_folders[layout], tmp_path)
+    shutil.rmtree(folder / layout)
+    assert layout in json.loads((folder / "model_index.json").read_text())
+    with pytest.raises(ValueError, match=layout) as info:
+        Zero123Features.from_pretrained(folder)
+    assert isinstance(info.value, WeightsNotFoundError)
+    (folder / layout).mkdir()  # the folder without weight files
+    with pytest.raises(ValueError, match=layout) as info:
+        Zero123Features.from_pretrained(folder)
+    assert isinstance(info.value, WeightsNotFoundError)
+
+
 def test_projection_of_wrong_size_raises(tiny_folders, tmp_path):
     from safetensors.torch import save_file
 

@@ -232,8 +232,8 @@ class Zero123Features(nn.Module):
             ImportError: the ``[prism]`` extra (diffusers, transformers, safetensors, huggingface_hub) is missing.
             scenemetrics.hub.WeightsNotFoundError: the folder or a component is missing, or the hub files are not
                 cached offline / cannot be downloaded.
-            ValueError: no projection layout, a projection of the wrong size, bad options, or half precision on
-                the CPU.
+            ValueError: no projection layout or no projection folder (the latter error is also a
+                ``WeightsNotFoundError``), a projection of the wrong size, bad options, or half precision on the CPU.
 
         Example:
             >>> from scenemetrics.prism import Zero123Features

@@ -37,8 +37,8 @@ try:
     from lightning.pytorch.callbacks import Callback, EarlyStopping, ModelCheckpoint
 except ImportError as _err:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        "the PRISM head trainer needs the [lightning] extra (lightning is missing): "
-        'pip install "scenemetrics[lightning]"'
+        'the PRISM head trainer needs the [lightning] extra: pip install "scenemetrics[lightning]" (lightning is '
+        "missing)"
     ) from _err
 
 from scenemetrics.prism.data import _check_thresholds, _triplets, read_feature_cache

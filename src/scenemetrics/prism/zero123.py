@@ -41,6 +41,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "LAYOUTS",
     "LoadedZero123",
+    "MissingProjectionError",
     "alphas_cumprod_from_config",
     "check_pose",
     "detect_layout",
@@ -63,7 +64,7 @@ LAYOUTS = {"cc_projection": "projection.", "clip_camera_projection": "proj."}
 COMPONENTS = ("unet", "vae", "image_encoder", "scheduler")
 """Sub-folders every Zero123 diffusers folder must hold (besides one of :data:`LAYOUTS`)."""
 
-_PRISM_EXTRA = 'pip install "scenemetrics[prism]"'
+_PRISM_EXTRA = "pip install 'scenemetrics[prism]'"
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
 
 
@@ -82,7 +83,7 @@ def require_extra(what: str, modules: Sequence[str] = ("diffusers", "transformer
         try:
             out.append(importlib.import_module(name))
         except ImportError as err:
-            raise ImportError(f"{what} needs the [prism] extra ({name} is missing): {_PRISM_EXTRA}") from err
+            raise ImportError(f"{what} needs the [prism] extra: {_PRISM_EXTRA} ({name} is missing)") from err
     return out
 
 
@@ -404,12 +405,21 @@ def detect_layout(folder: str | os.PathLike) -> str:
 # components
 
 
+class MissingProjectionError(WeightsNotFoundError, ValueError):
+    """The pose projection (``cc_projection/`` or ``clip_camera_projection/``) folder or its weights are missing.
+
+    Both a :class:`~scenemetrics.hub.WeightsNotFoundError` (a missing component of the folder) and a ``ValueError``
+    (a Zero123 folder without its projection is not a usable layout).
+    """
+
+
 def _missing_component(folder: Path, source_id: str, component: str, detail: str = "") -> WeightsNotFoundError:
     url = f"https://huggingface.co/{source_id}" if _looks_like_repo_id(source_id) and source_id != str(folder) else None
     msg = f"the Zero123 model {source_id!r} ({folder}) lacks its {component!r} component{detail}"
     if url is not None:
         msg += f"; it is downloaded from {url} (HF_HUB_OFFLINE=1 only reads the Hugging Face cache)"
-    return WeightsNotFoundError(msg, filename=f"{source_id}/{component}", searched=[folder / component], url=url)
+    cls = MissingProjectionError if component in LAYOUTS else WeightsNotFoundError
+    return cls(msg, filename=f"{source_id}/{component}", searched=[folder / component], url=url)
 
 
 def load_projection(
@@ -422,7 +432,7 @@ def load_projection(
 
     Raises:
         ValueError: unknown layout, unknown or missing keys, or a malformed weight.
-        WeightsNotFoundError: no weight file.
+        MissingProjectionError: no weight file (a ``WeightsNotFoundError`` and a ``ValueError``).
     """
     if layout not in LAYOUTS:
         raise ValueError(f"`layout` must be one of {sorted(LAYOUTS)}; received {layout!r}")
@@ -520,7 +530,8 @@ def load_zero123_components(
     Components load in float32 on the CPU; the caller casts and places them.
 
     Raises:
-        WeightsNotFoundError: a component folder or its weights are missing.
+        WeightsNotFoundError: a component folder or its weights are missing (for the projection, a
+            :class:`MissingProjectionError`, which is also a ``ValueError``).
         ValueError: no projection layout, a projection whose size does not fit the CLIP encoder and U-Net, or an
             unsupported noise schedule.
     """
