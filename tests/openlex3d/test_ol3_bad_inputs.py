@@ -176,6 +176,8 @@ def test_encode_prompts_without_open_clip(monkeypatch):
     monkeypatch.setitem(sys.modules, "open_clip", None)
     with pytest.raises(ImportError, match=r'pip install "scenemetrics\[clip\]"'):
         encode_prompts(["sofa"])
+    with pytest.raises(ImportError, match=r"^encode_prompts needs open_clip_torch: pip install open_clip_torch"):
+        encode_prompts(["sofa"])  # the message of spec §3.4
 
 
 def _fake_open_clip(calls):

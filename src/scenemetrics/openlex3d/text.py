@@ -358,7 +358,7 @@ def encode_prompts(
         import open_clip
     except ImportError as err:
         raise ImportError(
-            'encode_prompts needs open_clip_torch: pip install "scenemetrics[clip]" (or pip install open_clip_torch)'
+            'encode_prompts needs open_clip_torch: pip install open_clip_torch (or pip install "scenemetrics[clip]")'
         ) from err
     texts = list(prompts)
     if not all(isinstance(t, str) for t in texts):
