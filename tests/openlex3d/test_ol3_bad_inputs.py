@@ -176,6 +176,8 @@ def test_encode_prompts_without_open_clip(monkeypatch):
     monkeypatch.setitem(sys.modules, "open_clip", None)
     with pytest.raises(ImportError, match=r'pip install "scenemetrics\[clip\]"'):
         encode_prompts(["sofa"])
+    with pytest.raises(ImportError, match=r"^encode_prompts needs open_clip_torch: pip install open_clip_torch"):
+        encode_prompts(["sofa"])  # the message of spec §3.4
 
 
 def _fake_open_clip(calls):
@@ -219,3 +221,27 @@ def test_encode_prompts_offline_names_the_file(monkeypatch, tmp_path):
         encode_prompts(["a"])
     assert err.value.filename == "open_clip_pytorch_model.bin"
     assert "laion/CLIP-ViT-H-14-laion2B-s32B-b79K" in str(err.value) and "weights_path" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("over", "match"),
+    [
+        ({"gt_ids": np.array([1.0, 1.0])}, "`gt_ids` must be an integer array"),
+        ({"gt_ids": torch.tensor([1.0, 1.0])}, "`gt_ids` must be an integer array"),
+        ({"gt_points": np.zeros((2, 3), dtype=bool)}, "`gt_points` must hold real numbers"),
+        ({"pred_points": np.zeros((4, 3), dtype=complex)}, "`pred_points` must hold real numbers"),
+    ],
+)
+def test_wrong_dtype_is_a_value_error_too(over, match):
+    # spec §3.2: every bad input is a ValueError unless noted; only a non-integer pred_index is noted as TypeError
+    # (the dtype errors are both, so the Python convention holds as well)
+    inputs = seg_inputs(**over)
+    for fn, kwargs in ((topn_frequency, {"top_n": 1}), (set_ranking, {})):
+        with pytest.raises(ValueError, match=match):
+            fn(*inputs.values(), **kwargs)
+        with pytest.raises(TypeError, match=match):
+            fn(*inputs.values(), **kwargs)
+    ret = ret_inputs(**{k: v for k, v in over.items() if k.startswith("gt_")})
+    if "gt_ids" in over or "gt_points" in over:
+        with pytest.raises(ValueError, match=match):
+            retrieval_ap(*ret.values())

@@ -202,3 +202,22 @@ def test_against_slow_reference(seed):
     expected = ref.retrieval(pred, feats, index, qf, queries, gt, gt_ids, 4, 0.002)
     np.testing.assert_allclose(res.ap_per_threshold.numpy(), expected, atol=1e-12)
     assert np.isfinite(expected).all() and len(set(np.round(expected, 9))) > 1
+
+
+@pytest.mark.parametrize(("d", "k"), [(3, 7), (16, 11), (64, 5), (64, 17), (512, 17)])
+def test_duplicated_feature_rows_tie_and_the_lower_row_is_selected(d, k):
+    # rows 0, k // 2 and k - 1 share the query's embedding: equal confidences (1), so with top_k = 1 the lower row
+    # (0) is selected (spec §5.6 "ties: lower row first"). Row 0's mask is object 1 (the query's GT, IoU 1); the two
+    # later duplicates cover object 2, so selecting either would be a false positive and a missed GT (AP 0)
+    gen = torch.Generator().manual_seed(d * 100 + k)
+    feats = torch.randn(k, d, generator=gen)
+    query = torch.randn(1, d, generator=gen)
+    feats[0] = feats[k // 2] = feats[k - 1] = query[0]
+    points = np.array([[10.0 + r, 5.0, 0.0] for r in range(k)])  # masks of the other rows are empty
+    points[0] = [0.0, 0.0, 0.0]
+    points[k // 2] = points[k - 1] = [1.0, 0.0, 0.0]
+    gt_points = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
+    res = retrieval_ap(points, feats, np.arange(k), query, [RetrievalQuery("level0_q", "q", (1,))], gt_points,
+                       np.array([1, 2]), top_k=1)  # fmt: skip
+    assert (res.ap, res.ap50, res.ap25) == (1.0, 1.0, 1.0)
+    assert [s.tolist() for s in res.match_scores] == [[1.0]] * len(THRESHOLDS)

@@ -376,3 +376,56 @@ def test_chunking_does_not_change_results(monkeypatch):
         chunked = call(evaluate_segmentation, scene, top_n=(2,), voxel_size=None)
     assert torch.equal(base.topn[2].point_labels, chunked.topn[2].point_labels)
     assert base.set_ranking.scores == pytest.approx(chunked.set_ranking.scores, abs=1e-12, nan_ok=True)
+
+
+# Shapes (D, M, points) for which a plain BLAS product rounds identical text columns differently on common CPUs
+DUPLICATE_SHAPES = [(3, 5, 4), (16, 11, 1), (16, 11, 6), (64, 17, 7), (512, 17, 7), (32, 64, 9)]
+
+
+@pytest.mark.parametrize(("d", "m", "p"), DUPLICATE_SHAPES)
+def test_duplicated_text_features_tie_exactly(d, m, p):
+    # prompts 0, m // 2 and m - 1 share one embedding, so their cosines are equal and the tie rule (spec §4.4:
+    # equal logits, lower prompt index first) must order them 0, m // 2, m - 1, adjacent in every ranking
+    gen = torch.Generator().manual_seed(d * 1000 + m)
+    text = torch.randn(m, d, generator=gen)
+    text[m // 2] = text[0]
+    text[m - 1] = text[0]
+    feats = torch.randn(p, d, generator=gen)
+    prompts = [f"p{j}" for j in range(m)]
+    points = on_x(range(p))
+    cats = categories_dict(*(sample(i + 1, [f"p{m - 1}"]) for i in range(p)))
+    args = (points, feats, None, text, prompts, points, np.arange(1, p + 1), cats)
+    with pytest.warns(UserWarning, match="secondary"):  # no object has secondary labels
+        res = evaluate_segmentation(*args, top_n=m, voxel_size=None)
+    for i, labels in enumerate(res.topn[m].point_labels.tolist()):
+        first = labels.index(0)
+        assert labels[first : first + 3] == [0, m // 2, m - 1], f"point {i}: {labels}"
+    # set ranking: p{m-1} is the single synonym (box [0, 0], L = m - 1), ranked 2 below prompt 0, whose rank is the
+    # number of prompts with a larger cosine (float64, elementwise: independent of the implementation's product)
+    f64, t64 = feats.double().numpy(), text.double().numpy()
+    cos = (f64[:, None, :] * t64[None, :, :]).sum(-1)
+    cos /= np.linalg.norm(f64, axis=1)[:, None] * np.linalg.norm(t64, axis=1)[None, :]
+    above = (cos > cos[:, :1] + 1e-6).sum(axis=1)
+    assert ((cos > cos[:, :1] - 1e-6) & (cos <= cos[:, :1] + 1e-6)).sum(axis=1).tolist() == [3] * p  # no near tie
+    expected = 1 - (above + 2) / (m - 1)
+    np.testing.assert_allclose(res.set_ranking.object_scores[:, 1].numpy(), expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("use_numpy", [True, False])
+@pytest.mark.parametrize(("d", "m", "p"), DUPLICATE_SHAPES)
+def test_label_pass_duplicated_text_features_both_code_paths(d, m, p, use_numpy):
+    text_module = importlib.import_module("scenemetrics.openlex3d.text")
+    gen = torch.Generator().manual_seed(d + m)
+    text = torch.randn(m, d, generator=gen)
+    text[m // 2] = text[0]
+    text[m - 1] = text[0]
+    feats = torch.randn(p, d, generator=gen)
+    rows = np.arange(p)
+    pair_labels = np.tile([0, m // 2, m - 1], (p, 1))
+    top, ranks = text_module.label_pass(
+        feats, text, rows, top_n=m, pair_pos=rows, pair_labels=pair_labels, use_numpy=use_numpy
+    )
+    for labels, r in zip(top.tolist(), ranks.tolist(), strict=True):
+        first = labels.index(0)
+        assert labels[first : first + 3] == [0, m // 2, m - 1]
+        assert r == [first, first + 1, first + 2]

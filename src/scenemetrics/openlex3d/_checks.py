@@ -1,7 +1,7 @@
 """Input validation shared by the OpenLex3D functions (internal).
 
-Every check raises ``ValueError`` (``TypeError`` for a wrong kind of object) naming the argument, what was expected
-and what was received.
+Every check raises ``ValueError`` (``TypeError`` for a wrong kind of object, :class:`DtypeError`, both at once, for
+an array of the wrong dtype) naming the argument, what was expected and what was received.
 """
 
 from __future__ import annotations
@@ -16,6 +16,14 @@ import torch
 from torch import Tensor
 
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+class DtypeError(TypeError, ValueError):
+    """An array of the wrong dtype (e.g. float ``gt_ids``).
+
+    Both a ``TypeError`` (the Python convention, and the spec's error for a non-integer ``pred_index``) and a
+    ``ValueError`` (the spec's error for every other bad array argument, such as ``gt_ids`` "not 1-D integer").
+    """
 
 
 def _describe(x: Any) -> str:
@@ -46,7 +54,7 @@ def check_points(x: Any, name: str) -> np.ndarray:
     if arr.ndim != 2 or arr.shape[1] != 3:
         raise ValueError(f"`{name}` must have shape (N, 3); received {_describe(arr)}")
     if not _is_real_numeric(arr.dtype):
-        raise TypeError(f"`{name}` must hold real numbers; received dtype {arr.dtype}")
+        raise DtypeError(f"`{name}` must hold real numbers; received dtype {arr.dtype}")
     arr = arr.astype(np.float64, copy=False)
     if not np.isfinite(arr.sum()):  # a finite sum proves every coordinate finite; else find the bad rows
         bad = np.flatnonzero(~np.isfinite(arr).all(axis=1))
@@ -61,14 +69,14 @@ def check_features(x: Any, name: str) -> Tensor:
     """``(K, D)`` finite float features as a tensor on their own device (float16/bfloat16 become float32)."""
     if isinstance(x, np.ndarray):
         if x.dtype.kind != "f":
-            raise TypeError(f"`{name}` must be a float array; received dtype {x.dtype}")
+            raise DtypeError(f"`{name}` must be a float array; received dtype {x.dtype}")
         t = torch.from_numpy(np.ascontiguousarray(x))
     elif isinstance(x, Tensor):
         t = x.detach()
     else:
         raise TypeError(f"`{name}` must be a torch.Tensor or numpy.ndarray; received {type(x).__name__}")
     if t.dtype not in _FLOAT_DTYPES:
-        raise TypeError(f"`{name}` must be a float tensor; received dtype {t.dtype}")
+        raise DtypeError(f"`{name}` must be a float tensor; received dtype {t.dtype}")
     if t.ndim != 2:
         raise ValueError(f"`{name}` must be 2-D (rows, D); received {_describe(t)}")
     if t.dtype in (torch.float16, torch.bfloat16):
@@ -85,10 +93,10 @@ def check_features(x: Any, name: str) -> Tensor:
 
 
 def check_int_array(x: Any, name: str, length: int | None = None) -> np.ndarray:
-    """A 1-D integer array as int64 numpy; ``TypeError`` for non-integer dtypes."""
+    """A 1-D integer array as int64 numpy; :class:`DtypeError` (TypeError and ValueError) for other dtypes."""
     arr = to_numpy(x, name)
     if arr.dtype.kind not in "iu":
-        raise TypeError(f"`{name}` must be an integer array; received dtype {arr.dtype}")
+        raise DtypeError(f"`{name}` must be an integer array; received dtype {arr.dtype}")
     if arr.ndim != 1:
         raise ValueError(f"`{name}` must be 1-D; received {_describe(arr)}")
     if length is not None and arr.shape[0] != length:

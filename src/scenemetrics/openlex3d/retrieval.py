@@ -43,7 +43,7 @@ from ._checks import (
     check_text_features,
 )
 from .categories import EXCLUDED_LABELS, as_categories, normalize_label
-from .text import _CHUNK_BYTES, _unit_rows, compute_dtype, single_torch_thread, stable_topk
+from .text import _CHUNK_BYTES, _unit_rows, compute_dtype, single_torch_thread, stable_topk, unique_rows
 
 __all__ = [
     "THRESHOLDS",
@@ -229,11 +229,17 @@ def _select(
     if k == 0 or n_q == 0:
         return sel, conf, np.zeros((n_q, k), dtype=bool)
     dtype = compute_dtype(features, query_features)
-    fn = _unit_rows(features.to(dtype))
+    # duplicated feature rows are multiplied once and copied: their confidences tie exactly and the tie rule (lower
+    # row first) applies, instead of a BLAS rounding difference deciding
+    distinct, inverse = unique_rows(features.to(dtype))
+    fn = _unit_rows(distinct)
     qn = _unit_rows(query_features.to(features.device, dtype))
     chunk = max(1, _CHUNK_BYTES // (n_rows * 8))
     for a in range(0, n_q, chunk):
-        s = ((fn @ qn[a : a + chunk].T).to(torch.float64) + 1.0) / 2.0  # (K, c)
+        product = fn @ qn[a : a + chunk].T
+        if inverse is not None:
+            product = product[inverse]
+        s = (product.to(torch.float64) + 1.0) / 2.0  # (K, c)
         low, high = s.min(dim=0).values, s.max(dim=0).values
         c = ((s - low) / (high - low).clamp_min(1e-8)).T  # (c, K)
         top = stable_topk(c, k)

@@ -24,7 +24,7 @@ from torch import Tensor
 
 from scenemetrics import hub
 
-__all__ = ["cosine_logits", "encode_prompts", "label_pass", "stable_topk"]
+__all__ = ["cosine_logits", "encode_prompts", "label_pass", "stable_topk", "unique_rows"]
 
 _EPS = 1e-8
 _CHUNK_BYTES = 64 * 2**20  # logits held at once (a chunk, its sorted copy and a gathered copy)
@@ -41,13 +41,32 @@ def _unit_rows(x: Tensor) -> Tensor:
     return x / x.norm(dim=1, keepdim=True).clamp_min(_EPS)
 
 
+def unique_rows(x: Tensor) -> tuple[Tensor, Tensor | None]:
+    """The distinct rows of ``x`` and the index that rebuilds ``x`` from them; ``(x, None)`` if all are distinct.
+
+    A matrix product does not always give bit-identical values for identical rows (BLAS kernels round differently
+    depending on a row's position in the block), so duplicated embeddings would get logits a rounding error apart
+    and their exact tie would be broken by rounding instead of by the tie rule (lower index first). Multiplying
+    each distinct row once and copying the result keeps such ties exact.
+    """
+    if x.shape[0] < 2:
+        return x, None
+    uniq, inverse = torch.unique(x, dim=0, return_inverse=True)
+    if uniq.shape[0] == x.shape[0]:
+        return x, None
+    return uniq, inverse.reshape(-1)
+
+
 def cosine_logits(features: Tensor, text: Tensor) -> Tensor:
     """``f·t / (max(|f|, 1e-8) · max(|t|, 1e-8))`` for every pair of rows: ``(K, M)`` on ``features.device``.
 
-    Zero rows give 0 with every text. float32 unless both inputs are float64.
+    Zero rows give 0 with every text; duplicated text rows give bit-identical columns. float32 unless both inputs
+    are float64.
     """
     dtype = compute_dtype(features, text)
-    return _unit_rows(features.to(dtype)) @ _unit_rows(text.to(features.device, dtype)).T
+    distinct, inverse = unique_rows(text.to(features.device, dtype))
+    logits = _unit_rows(features.to(dtype)) @ _unit_rows(distinct).T
+    return logits if inverse is None else logits[:, inverse]
 
 
 def stable_topk(logits: Tensor, n: int) -> Tensor:
@@ -71,28 +90,36 @@ def _logit_chunks(
 ) -> Iterator[tuple[int, int, Tensor]]:
     """Yield ``(a, b, logits)``: the cosine logits ``(b - a, M)`` of ``rows[a:b]``, about 64 MiB per chunk.
 
-    On the CPU the chunks share one buffer (valid until the next chunk is requested).
+    On the CPU the chunks share one buffer (valid until the next chunk is requested). Duplicated text rows are
+    multiplied once and copied, so their logits tie exactly (see :func:`unique_rows`).
     """
     device = features.device
     dtype = compute_dtype(features, text)
     m = text.shape[0]
     chunk = max(1, _CHUNK_BYTES // (m * torch.finfo(dtype).bits // 8))
-    unit_text = _unit_rows(text.to(device, dtype))
+    distinct, inverse = unique_rows(text.to(device, dtype))
+    unit_text = _unit_rows(distinct)
     if use_numpy:
         # numpy's BLAS call into a reused buffer is about twice as fast here as torch.matmul, which allocates (and
         # page-faults) a new output per chunk
         text_t = unit_text.numpy().T
-        buffer = np.empty((min(chunk, len(rows)), m), dtype=text_t.dtype)
+        n_out = min(chunk, len(rows))
+        buffer = np.empty((n_out, m), dtype=text_t.dtype)
+        columns = None if inverse is None else inverse.numpy()
+        product = buffer if columns is None else np.empty((n_out, text_t.shape[1]), dtype=text_t.dtype)
         for a in range(0, len(rows), chunk):
             b = min(a + chunk, len(rows))
             feats = _unit_rows(features[torch.from_numpy(rows[a:b])].to(dtype)).numpy()
-            np.matmul(feats, text_t, out=buffer[: b - a])
+            np.matmul(feats, text_t, out=product[: b - a])
+            if columns is not None:
+                np.take(product[: b - a], columns, axis=1, out=buffer[: b - a], mode="clip")
             yield a, b, torch.from_numpy(buffer[: b - a])
     else:
         text_t = unit_text.T
         for a in range(0, len(rows), chunk):
             b = min(a + chunk, len(rows))
-            yield a, b, _unit_rows(features[torch.from_numpy(rows[a:b]).to(device)].to(dtype)) @ text_t
+            logits = _unit_rows(features[torch.from_numpy(rows[a:b]).to(device)].to(dtype)) @ text_t
+            yield a, b, logits if inverse is None else logits[:, inverse]
 
 
 def _sorted_rows(logits: Tensor, buffer: np.ndarray | None) -> Tensor:
@@ -331,7 +358,7 @@ def encode_prompts(
         import open_clip
     except ImportError as err:
         raise ImportError(
-            'encode_prompts needs open_clip_torch: pip install "scenemetrics[clip]" (or pip install open_clip_torch)'
+            'encode_prompts needs open_clip_torch: pip install open_clip_torch (or pip install "scenemetrics[clip]")'
         ) from err
     texts = list(prompts)
     if not all(isinstance(t, str) for t in texts):
