@@ -121,3 +121,27 @@ def test_cli_progress_on_stderr(folders, squeeze_weights, tmp_path, capsys):
     assert main(args) == 0
     assert "puzzle_inpaint" in capsys.readouterr().err
     assert read_image(tmp_path / "o" / "render_inpainted.png").shape == (3, 64, 64)
+
+
+def test_cli_refs_reads_only_png_jpg_jpeg(folders, squeeze_weights, tmp_path, capsys):
+    # spec 7: `--refs` is every *.png|*.jpg|*.jpeg in DIR; a .bmp / .webp / .tif view there is not a reference
+    refs, image_path = folders
+    rng = np.random.default_rng(0)
+    for ext in ("bmp", "webp", "tif"):
+        Image.fromarray(rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)).save(refs / f"zz_noise.{ext}")
+    pngs = sorted(p for p in refs.iterdir() if p.suffix == ".png")
+    out = tmp_path / "out"
+    args = ["inpaint", "--refs", str(refs), "--image", str(image_path), "--out", str(out), "--inpainter", "opencv"]
+    assert main([*args, "--weights", str(squeeze_weights), "--n-candidates", "4", "--max-iters", "1", "--quiet"]) == 0
+    report = json.loads((out / "render.json").read_text())
+    assert report["settings"]["references"] == [str(p) for p in pngs]
+    views = [read_image(p) for p in pngs]
+    expected = puzzle_similarity_map(read_image(image_path), views, weights_path=squeeze_weights)
+    assert report["quality_before"] == pytest.approx(float(expected.double().mean()), abs=1e-5)
+
+    only_others = tmp_path / "others"
+    only_others.mkdir()
+    Image.fromarray(rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)).save(only_others / "view.bmp")
+    capsys.readouterr()
+    assert main([*args[:2], str(only_others), *args[3:], "--weights", str(squeeze_weights), "--quiet"]) == 1
+    assert "holds no image" in capsys.readouterr().err

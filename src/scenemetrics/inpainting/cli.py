@@ -8,9 +8,11 @@ from typing import Any
 
 from scenemetrics import cli as _cli
 
-__all__ = ["build_inpainter", "register", "run"]
+__all__ = ["build_inpainter", "list_references", "register", "run"]
 
 INPAINTERS = ("lama", "opencv", "diffusers")
+REF_EXTENSIONS = (".png", ".jpg", ".jpeg")
+"""``--refs`` reads ``*.png|*.jpg|*.jpeg`` only (spec 7), not every extension the shared image reader knows."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -86,18 +88,33 @@ def build_inpainter(args: argparse.Namespace, device: Any) -> Any:
     return diffusion
 
 
+def list_references(folder: str) -> list[Path]:
+    """The ``*.png``, ``*.jpg`` and ``*.jpeg`` files directly in ``folder`` (case-insensitive), sorted by name.
+
+    Raises:
+        CLIError: ``folder`` is not a folder, or holds no such file.
+    """
+    p = Path(folder)
+    if not p.is_dir():
+        raise _cli.CLIError(f"--refs {folder!r} is not a folder")
+    files = sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() in REF_EXTENSIONS)
+    if not files:
+        raise _cli.CLIError(f"--refs {folder!r} holds no image ({', '.join(REF_EXTENSIONS)})")
+    return files
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
     from scenemetrics import viz
-    from scenemetrics.image import list_images, read_image
+    from scenemetrics.image import read_image
     from scenemetrics.inpainting.loop import puzzle_inpaint
 
     device = _cli.resolve_device(args.device)
     image_path = Path(args.image)
     if not image_path.is_file():
         raise _cli.CLIError(f"--image {args.image!r} is not a file")
-    ref_files = list_images(args.refs, "--refs")
+    ref_files = list_references(args.refs)
     refs = [read_image(f) for f in _cli.progress(ref_files, quiet=args.quiet, desc="reading references")]
     image = read_image(image_path).to(device)
     inpainter = build_inpainter(args, device)
