@@ -297,6 +297,36 @@ def test_custom_module_is_left_as_it_was(planted, local_stats):
     assert local_stats.training
 
 
+class _LayersRecorder(torch.nn.Module):
+    """Records the ``layers`` argument of every call; features keyed by whatever the caller asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.received: list = []
+
+    def forward(self, images, layers):
+        self.received.append(layers)
+        return {layer: torch.nn.functional.avg_pool2d(images, 4) + 0.1 for layer in layers}
+
+
+def test_custom_module_receives_layers_as_given(planted):
+    # spec 2.1: `layers` is passed through as given -- the same object, not a converted copy
+    refs, image, _, _ = planted(0)
+    module, layers = _LayersRecorder(), ["a", "b"]
+    puzzle_inpaint(
+        image,
+        refs,
+        OpenCVInpainter(),
+        backbone=module,
+        layers=layers,
+        layer_weights=(0.5, 0.5),
+        n_candidates=3,
+        max_iters=1,
+        progress=False,
+    )
+    assert len(module.received) > len(refs) and all(got is layers for got in module.received)
+
+
 def test_progress_bar_is_written_to_stderr(planted, local_stats, capsys):
     refs, image, _, _ = planted(0)
     puzzle_inpaint(image, refs, OpenCVInpainter(), backbone=local_stats, **CUSTOM, max_iters=1, progress=True)

@@ -224,6 +224,7 @@ class _ModuleScorer:
         if isinstance(layers, (str, bytes)) or not isinstance(layers, Sequence) or len(layers) == 0:
             raise ValueError(f"`layers` must be a non-empty sequence of layer keys; received {layers!r}")
         self.module = module
+        self.given_layers = layers  # spec 2.1: the module receives `layers` as the caller gave them
         self.layers = tuple(layers)
         self.weights = _check_layer_weights(layer_weights, self.layers)
         refs = check_image_list(references, "references")
@@ -246,7 +247,7 @@ class _ModuleScorer:
             self.rows[layer] = torch.cat(rows[layer]).contiguous()
 
     def _features(self, x: Tensor, what: str) -> dict:
-        out = self.module(x, self.layers)
+        out = self.module(x, self.given_layers)
         if not isinstance(out, Mapping):
             raise ValueError(
                 f"the `backbone` module must return a dict layer -> (B, C, h, w) feature map; it returned "
