@@ -223,7 +223,10 @@ def test_prepare_view_checks_and_clamps() -> None:
 
 def test_evenly_spaced() -> None:
     assert evenly_spaced(10, 4) == [0, 3, 6, 9]
-    assert evenly_spaced(4, 3) == [0, 2, 3]  # 1.5 rounds half up
+    assert evenly_spaced(4, 3) == [0, 2, 3]  # round(1.5) == 2
+    # spec 1.4: idx = round(j*(N-1)/(k-1)) with Python's round (ties to even): 2.5 -> 2, 4.5 -> 4
+    assert evenly_spaced(6, 3) == [0, 2, 5]
+    assert evenly_spaced(10, 3) == [0, 4, 9]
     assert evenly_spaced(5, 1) == [0]
     assert evenly_spaced(3, 8) == [0, 1, 2]
     assert evenly_spaced(3, None) == [0, 1, 2]

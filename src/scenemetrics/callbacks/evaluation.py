@@ -65,12 +65,15 @@ class EvaluationResult:
 
 
 def evenly_spaced(n: int, k: int | None) -> list[int]:
-    """``k`` indices spread evenly over ``range(n)``: ``j * (n - 1) / (k - 1)`` rounded half up (all if ``k >= n``)."""
+    """``k`` indices spread evenly over ``range(n)``: ``round(j * (n - 1) / (k - 1))`` (all if ``k >= n``).
+
+    Python's ``round`` (ties to even), as specs/callbacks.md 1.4 writes it: ``evenly_spaced(6, 3) == [0, 2, 5]``.
+    """
     if k is None or k >= n:
         return list(range(n))
     if k == 1:
         return [0]
-    return [int(j * (n - 1) / (k - 1) + 0.5) for j in range(k)]
+    return [round(j * (n - 1) / (k - 1)) for j in range(k)]
 
 
 def _class_names(metric: Metric) -> set[str]:
