@@ -161,6 +161,9 @@ class _Pipeline(torch.nn.Module):
 
 @pytest.fixture
 def written(monkeypatch):
+    # nerfstudio's own import cycle: `nerfstudio.utils.writer` imported first fails (base_config needs it complete),
+    # so load the configs first; with xdist a worker may start with a test that uses this fixture
+    importlib.import_module("nerfstudio.configs.base_config")
     from nerfstudio.utils import writer
 
     out = {"scalars": [], "images": []}
