@@ -62,6 +62,7 @@ def log_to_lightning(loggers: list[Any], result: EvaluationResult, step: int) ->
 
 def log_to_nerfstudio(result: EvaluationResult, step: int) -> None:
     """Write scalars and images through ``nerfstudio.utils.writer`` (a no-op off the main process)."""
+    import nerfstudio.configs.base_config  # noqa: F401  (nerfstudio's import cycle: its writer must not load first)
     from nerfstudio.utils import writer
 
     for tag, value in result.scalars.items():
