@@ -277,3 +277,15 @@ def test_build_metrics_passes_weights_and_disables_sync(tmp_path) -> None:
     w = sm.puzzlesim.random_checkpoint("squeezenet1_1", tmp_path / "sq.pth")
     metric = build_metrics(SceneMetricsNerfstudioConfig(puzzlesim_weights_path=w))["puzzlesim"]
     assert metric.weights_path == str(w) and metric.sync_on_compute is False
+
+
+@pytest.mark.slow  # a fresh interpreter imports nerfstudio
+def test_log_to_nerfstudio_works_as_the_first_nerfstudio_import() -> None:
+    # nerfstudio's writer module cannot be the first nerfstudio module imported (its own import cycle)
+    code = (
+        "import torch\n"
+        "from scenemetrics.callbacks.evaluation import EvaluationResult\n"
+        "from scenemetrics.callbacks.logging import log_to_nerfstudio\n"
+        "log_to_nerfstudio(EvaluationResult({'scenemetrics/x': 1.0}, {'scenemetrics/m': torch.rand(3, 4, 4)}), 3)\n"
+    )
+    subprocess.run([sys.executable, "-W", "ignore", "-c", code], check=True)
