@@ -34,7 +34,11 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 if SRC.is_dir() and str(SRC) not in sys.path:
     sys.path.insert(0, str(SRC))
 
-from scenemetrics.puzzlesim import PuzzleSimMemory, random_checkpoint  # noqa: E402
+from scenemetrics.puzzlesim import (  # noqa: E402
+    PuzzleSimMemory,
+    bf16,
+    random_checkpoint,
+)
 from scenemetrics.puzzlesim import search as _search  # noqa: E402
 from scenemetrics.synthetic import make_scene  # noqa: E402
 
@@ -211,7 +215,8 @@ def main(argv: list[str] | None = None) -> None:
         weights, refs, test = _setup(args, tmp)
         impls = _implementations(weights, refs, test)
         torch.set_num_threads(1)
-        probe = _search.bf16_probe()
+        decision = _search.bf16_decision()
+        probe = decision if decision["speedup"] is not None else {**decision, **bf16.probe_bf16_gemm()}
         report = {
             "setting": {
                 "references": args.refs,
@@ -225,9 +230,10 @@ def main(argv: list[str] | None = None) -> None:
             "torch": torch.__version__,
             "cpu_model": _cpu_model(),
             "cpu_count": os.cpu_count(),
+            "bf16_decision": decision,
             "bf16_probe_one_thread": probe,
             "fast_bf16_matmul": bool(probe["fast"]),
-            "screening_enabled_by_probe": bool(probe["enabled"]),
+            "screening_enabled": bool(decision["enabled"]),
             "acceptance_limit": 0.5 if probe["fast"] else 0.9,
             "runs": [_run_threads(args, impls, t) for t in args.threads],
         }

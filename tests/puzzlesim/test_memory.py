@@ -105,7 +105,7 @@ def test_auto_screening_policy(squeeze_ckpt, monkeypatch):
         return bool(calls)
 
     for enabled in (False, True):
-        monkeypatch.setattr(S, "bf16_probe", lambda enabled=enabled: {"enabled": enabled})
+        monkeypatch.setattr(S, "bf16_decision", lambda mode=None, enabled=enabled: {"enabled": enabled})
         assert used(lambda: memory.similarity_map(image)) is enabled
         assert used(lambda: best_match_similarity(feats, refs)) is enabled
         assert used(lambda: memory.similarity_map(image, screening="on")) is True

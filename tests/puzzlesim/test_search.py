@@ -235,15 +235,6 @@ def test_chunk_size_one_on_maps(squeeze_ckpt):
 
 
 # ---------------------------------------------------------------------------------------------- helpers
-def test_bf16_probe_is_cached_and_complete():
-    probe = S.bf16_probe()
-    assert S.bf16_probe() is probe
-    assert set(probe) >= {"speedup", "max_error", "fast", "accurate", "enabled"}
-    assert probe["fast"] == (probe["speedup"] >= 1.5)
-    assert probe["accurate"] == (probe["max_error"] <= 2.0**-6)
-    assert probe["enabled"] == (probe["fast"] and probe["accurate"])
-
-
 def test_default_chunk_size_and_fp32_matmul_guard():
     assert S.default_chunk_size("cpu") == 2**22
     assert S.default_chunk_size(torch.device("cuda", 0)) == 2**26

@@ -108,9 +108,12 @@ def puzzle_similarity_map(
             antialiased); maps keep the original test size.
         chunk_size: maximum number of similarities materialised at once (``None``: 2^22 on CPU, 2^26 on CUDA).
         precision: ``"float32"``; ``"float16"`` / ``"bfloat16"`` on CUDA only.
-        screening: ``"auto"`` uses the exact bf16-screened search on CPUs whose bf16 GEMM a one-time probe finds
-            fast and accurate (float32, exact search, no gradients); ``"on"`` forces it; ``"off"`` disables it.
-            The result is exact either way.
+        screening: ``"auto"`` uses the exact bf16-screened search on CPUs with a fast and accurate bf16 GEMM
+            (float32, exact search, no gradients); the CPU is judged once per machine from its capabilities (x86
+            AVX512-BF16 / AMX-BF16), with a millisecond probe where those do not settle it, and the answer is
+            cached in ``$SCENEMETRICS_HOME/puzzlesim/bf16.json``; the environment variable ``SCENEMETRICS_BF16`` =
+            ``auto`` | ``on`` | ``off`` overrides that judgement. ``"on"`` forces the screened search, ``"off"``
+            disables it. The result is exact either way.
         search: ``"exact"`` or ``"faiss"`` (approximate, optional extra ``[faiss]``; maps <= exact maps).
         faiss_options: e.g. ``{"index": "HNSW32", "ef_search": 128}`` or ``{"index": "IVF1024,Flat", "nprobe": 16}``.
         batch_size: images per backbone pass when embedding references.
@@ -257,7 +260,7 @@ def best_match_similarity(
         vals = (q * r[idx]).sum(dim=1)
     else:
         use = screening == "on" or (
-            screening == "auto" and q.device.type == "cpu" and bool(_search.bf16_probe()["enabled"])
+            screening == "auto" and q.device.type == "cpu" and bool(_search.bf16_decision()["enabled"])
         )
         if use and q.dtype == torch.float32:
             vals = _search.screened_max(q, _search.ScreenIndex.build(r), chunk)

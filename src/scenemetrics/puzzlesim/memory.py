@@ -423,7 +423,7 @@ class PuzzleSimMemory:
             return False
         if screening == "on":
             return True
-        return device.type == "cpu" and bool(_search.bf16_probe()["enabled"])
+        return device.type == "cpu" and bool(_search.bf16_decision()["enabled"])
 
     def _screen_index(self, layer: int, device: torch.device) -> _search.ScreenIndex:
         key = ("screen", layer, str(device))

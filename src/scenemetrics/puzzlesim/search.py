@@ -8,9 +8,7 @@ most ``chunk_size`` similarities exist at once.
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -18,10 +16,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from scenemetrics.puzzlesim.bf16 import bf16_decision
+
 __all__ = [
     "BLOCK",
     "ScreenIndex",
-    "bf16_probe",
+    "bf16_decision",
     "cluster_order",
     "default_chunk_size",
     "full_fp32_matmul",
@@ -99,46 +99,6 @@ def plain_max(q: Tensor, r: Tensor, chunk_size: int, *, with_indices: bool = Fal
                 else:
                     torch.maximum(b, sim.amax(dim=1), out=b)
     return best, idx
-
-
-@functools.lru_cache(maxsize=1)
-def bf16_probe() -> dict[str, float | bool]:
-    """One-time, process-wide probe of the CPU's bf16 GEMM (spec 6.3).
-
-    Times a ``(1024 x 256) @ (256 x 8192)`` product in bf16 and fp32 (best of 3 each, current thread setting) and
-    checks that the bf16 result of unit-norm non-negative vectors is within 2^-6 of fp32 (a kernel accumulating in
-    fp32 and rounding only the output stays below about 3 * 2^-8; one accumulating in bf16 fails).
-
-    Returns:
-        ``{"speedup": fp32_time / bf16_time, "max_error": ..., "fast": speedup >= 1.5, "accurate": ...,
-        "enabled": fast and accurate}``.
-    """
-    g = torch.Generator().manual_seed(0)
-    a = torch.rand(1024, 256, generator=g)
-    b = torch.rand(8192, 256, generator=g)
-    a = a / a.norm(dim=1, keepdim=True)
-    b = b / b.norm(dim=1, keepdim=True)
-    ab, bb = a.bfloat16(), b.bfloat16()
-    bt, bbt = b.T.contiguous(), bb.T.contiguous()
-
-    def best_time(x: Tensor, y: Tensor) -> float:
-        torch.mm(x, y)
-        times = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            torch.mm(x, y)
-            times.append(time.perf_counter() - t0)
-        return min(times)
-
-    with torch.no_grad(), full_fp32_matmul():
-        t32 = best_time(a, bt)
-        t16 = best_time(ab, bbt)
-        exact = a @ bt
-        err = float((torch.mm(ab, bbt).float() - exact).abs().max())
-    speedup = t32 / max(t16, 1e-12)
-    fast = speedup >= 1.5
-    accurate = err <= 2.0**-6
-    return {"speedup": speedup, "max_error": err, "fast": fast, "accurate": accurate, "enabled": fast and accurate}
 
 
 @dataclass
