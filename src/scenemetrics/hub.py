@@ -38,6 +38,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shlex
 import urllib.error
 import urllib.request
@@ -642,13 +643,14 @@ def load_torch_checkpoint(path: str | os.PathLike) -> Any:
         return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
         text = str(err)
-        if "weights only load failed" in text.lower() or "unsupported global" in text.lower():
-            first = next((line.strip() for line in text.splitlines() if "GLOBAL" in line or "global" in line), "")
+        # refused Python objects (as opposed to bytes that are no pickle at all) are named as "GLOBAL module.name"
+        refused = re.search(r"GLOBAL (\S+)|unrecognized function|Unsupported class", text)
+        if refused:
+            what = f" ({refused.group(1)})" if refused.group(1) else ""
             raise ValueError(
-                f"refusing to load {os.fspath(path)!r}: it holds pickled Python objects that the safe loader "
-                f"(torch.load with weights_only=True) does not accept{f' ({first})' if first else ''}. scenemetrics "
-                f"never unpickles arbitrary objects, because that can run code hidden in the file. "
-                + _re_save_hint(path)
+                f"refusing to load {os.fspath(path)!r}: it holds pickled Python objects{what} that the safe loader "
+                "(torch.load with weights_only=True) does not accept. scenemetrics never unpickles arbitrary objects, "
+                "because that can run code hidden in the file. " + _re_save_hint(path)
             ) from None
         raise ValueError(f"could not read checkpoint {os.fspath(path)!r}: {type(err).__name__}: {err}") from err
     except Exception as err:
