@@ -332,7 +332,7 @@ def convert_checkpoint(src: str | os.PathLike, dst: str | os.PathLike) -> list[s
         torch.save(plain, tmp)
         try:
             torch.load(tmp, map_location="cpu", weights_only=True)
-        except pickle.UnpicklingError as err:  # pragma: no cover - _plain only emits allowed types
+        except pickle.UnpicklingError as err:  # a guard: _plain only emits allowed types
             raise ValueError(f"the re-saved checkpoint still needs the unsafe loader: {err}") from err
         os.replace(tmp, dst_p)
     finally:
@@ -345,7 +345,7 @@ def _plain(obj: Any, where: str, dropped: list[str]) -> Any:
 
     if isinstance(obj, torch.Tensor):
         return obj.detach()
-    if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes)):
+    if obj is None or type(obj) in (bool, int, float, complex, str, bytes):  # exact: np.float64 is a float
         return obj
     if isinstance(obj, torch.nn.Module):
         return _plain(obj.state_dict(), where, dropped)
@@ -377,6 +377,9 @@ def _plain(obj: Any, where: str, dropped: list[str]) -> Any:
             return torch.from_numpy(np.ascontiguousarray(obj).copy())
         if isinstance(obj, np.generic):
             return obj.item()
+    primitive = next((t for t in (bool, int, float, complex, str, bytes) if isinstance(obj, t)), None)
+    if primitive is not None:  # a subclass such as an IntEnum: its plain value
+        return primitive(obj)
     dropped.append(f"{where}: {module}.{type(obj).__qualname__}")
     return _DROP
 
