@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 import os
+import urllib.error
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import torch
 
 from scenemetrics import hub
+
+REAL_DOWNLOAD = hub._download  # the root conftest replaces it with a function that refuses to download
 
 SQUEEZE = "puzzlesim/squeezenet1_1"
 SQUEEZE_FILE = "squeezenet1_1-b8a52dc0.pth"
@@ -122,23 +127,44 @@ def test_weights_path_file_folder_missing(tmp_path, downloader):
 
 
 # caches ------------------------------------------------------------------------------------------------------------
-def test_cache_hit(downloader):
-    target = hub.cache_dir("puzzlesim") / SQUEEZE_FILE
+def test_cache_hit_is_verified_on_every_load(downloader):
+    good = entry(sha256=hashlib.sha256(CONTENT).hexdigest())
+    target = hub.cache_dir("testroom") / "model.bin"
     target.parent.mkdir(parents=True)
-    target.write_bytes(b"cached")  # the cache is trusted as is
-    assert hub.resolve_weights(SQUEEZE) == target
+    target.write_bytes(CONTENT)
+    assert hub.resolve_weights(good) == target
     assert downloader.calls == []
+    # a file with a published hash that does not carry it is refused, even though it is in the cache
+    cached = hub.cache_dir("puzzlesim") / SQUEEZE_FILE
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(b"cached")
+    with pytest.raises(hub.ChecksumError) as info:
+        hub.resolve_weights(SQUEEZE)
+    message = str(info.value)
+    assert str(cached) in message and hashlib.sha256(b"cached").hexdigest() in message and "b8a52dc0" in message
+    assert isinstance(info.value, ValueError) and downloader.calls == []
 
 
-def test_torch_hub_cache_hit_and_precedence(downloader, monkeypatch):
-    torch_file = Path(torch.hub.get_dir()) / "checkpoints" / SQUEEZE_FILE
+def test_torch_hub_cache_hit_precedence_and_verification(downloader, monkeypatch):
+    theirs, ours_bytes = b"torchvision's download", b"ours"
+    ck = entry(
+        room="puzzlesim",
+        filename="net-x.pth",
+        sha256_prefix=hashlib.sha256(theirs).hexdigest()[:8],
+        extra_dirs=(hub._torch_hub_checkpoints,),
+    )
+    torch_file = Path(torch.hub.get_dir()) / "checkpoints" / "net-x.pth"
     torch_file.parent.mkdir(parents=True)
-    torch_file.write_bytes(b"torchvision's download")
-    assert hub.resolve_weights(SQUEEZE) == torch_file
-    ours = hub.cache_dir("puzzlesim") / SQUEEZE_FILE
+    torch_file.write_bytes(theirs)
+    assert hub.resolve_weights(ck) == torch_file
+    ours = hub.cache_dir("puzzlesim") / "net-x.pth"
     ours.parent.mkdir(parents=True)
-    ours.write_bytes(b"ours")
-    assert hub.resolve_weights(SQUEEZE) == ours  # $SCENEMETRICS_HOME comes first
+    ours.write_bytes(theirs)
+    assert hub.resolve_weights(ck) == ours  # $SCENEMETRICS_HOME comes first
+    ours.unlink()
+    torch_file.write_bytes(ours_bytes)  # torch's cache is verified too
+    with pytest.raises(hub.ChecksumError, match="expected a prefix"):
+        hub.resolve_weights(ck)
     assert downloader.calls == []
     # the YOLOX entries have no extra folder: torch's cache is not searched for them
     monkeypatch.setenv("SCENEMETRICS_OFFLINE", "1")
@@ -182,7 +208,8 @@ def test_sha256_prefix_accepts_the_right_file(downloader):
     path = hub.resolve_weights(ck, progress=False)
     assert path == hub.cache_dir("testroom") / f"model-{prefix}.bin"
     assert path.read_bytes() == CONTENT
-    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # moved, no temporary left
+    # moved, no temporary left; the stamp remembers the check
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name, path.name + ".verified"]
     assert len(downloader.calls) == 1 and downloader.calls[0][1].parent == path.parent
     assert hub.resolve_weights(ck) == path and len(downloader.calls) == 1  # then a cache hit
 
@@ -213,7 +240,7 @@ def test_first_url_fails_second_succeeds(monkeypatch):
     path = hub.resolve_weights(entry(md5=hashlib.md5(CONTENT).hexdigest()))
     assert path.read_bytes() == CONTENT
     assert [url for url, _ in fake.calls] == list(entry().urls)
-    assert sorted(p.name for p in path.parent.iterdir()) == ["model.bin"]
+    assert sorted(p.name for p in path.parent.iterdir()) == ["model.bin", "model.bin.verified"]
 
 
 def test_all_downloads_fail(monkeypatch):
@@ -221,14 +248,60 @@ def test_all_downloads_fail(monkeypatch):
     monkeypatch.setattr(hub, "_download", fake)
     with pytest.raises(hub.WeightsNotFoundError, match=r"download failed.*connection refused.*connection refused"):
         hub.resolve_weights(entry())
-    assert list(hub.cache_dir("testroom").iterdir()) == []
+    # a network failure keeps the partial file, so that the next try resumes it
+    assert [p.name for p in hub.cache_dir("testroom").iterdir()] == ["model.bin.part"]
 
 
-def test_no_published_hash_logs_the_sha256(downloader, caplog):
+def test_no_published_hash_records_the_sha256_in_a_sidecar(downloader, caplog):
     with caplog.at_level(logging.WARNING, logger="scenemetrics.hub"):
         path = hub.resolve_weights(entry())
+    digest = hashlib.sha256(CONTENT).hexdigest()
     assert path.read_bytes() == CONTENT
-    assert hashlib.sha256(CONTENT).hexdigest() in caplog.text
+    assert digest in caplog.text
+    side = hub.sidecar_path(path)
+    assert side.name == "model.bin.sha256" and side.read_text() == f"{digest}  model.bin\n"  # sha256sum format
+    assert hub.read_sidecar(path) == digest
+    assert hub.resolve_weights(entry()) == path and len(downloader.calls) == 1
+    path.write_bytes(b"tampered")
+    with pytest.raises(hub.ChecksumError) as info:
+        hub.resolve_weights(entry())
+    assert digest in str(info.value) and hashlib.sha256(b"tampered").hexdigest() in str(info.value)
+    side.write_text("not a hash\n")
+    with pytest.raises(ValueError, match=r"model\.bin\.sha256 does not hold a sha256"):
+        hub.resolve_weights(entry())
+
+
+def test_file_placed_in_the_cache_by_hand_is_recorded_on_first_load(downloader, caplog):
+    target = hub.cache_dir("testroom") / "model.bin"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(CONTENT)
+    with caplog.at_level(logging.WARNING, logger="scenemetrics.hub"):
+        assert hub.resolve_weights(entry()) == target
+    assert "no recorded sha256" in caplog.text
+    assert hub.read_sidecar(target) == hashlib.sha256(CONTENT).hexdigest()
+    other = target.with_name("other.bin")
+    other.write_bytes(b"x")
+    with pytest.raises(ValueError, match="no recorded sha256"):
+        hub.verify_file(other, entry(filename="other.bin"), record=False)
+    assert downloader.calls == []
+
+
+def test_stamp_skips_rehashing_an_unchanged_file(downloader, monkeypatch):
+    ck = entry(sha256=hashlib.sha256(CONTENT).hexdigest())
+    path = hub.resolve_weights(ck)
+    reads = []
+    real = hub.file_hashes
+    monkeypatch.setattr(hub, "file_hashes", lambda p, algos: reads.append(Path(p)) or real(p, algos))
+    monkeypatch.setattr(hub, "_VERIFIED", {})  # a new process: only the stamp file remains
+    assert hub.resolve_weights(ck) == path and reads == []
+    assert hub.verify_file(path, ck, use_stamp=False) == ck.sha256 and reads == [path]
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # same bytes, new mtime: rehashed
+    assert hub.resolve_weights(ck) == path and reads == [path, path]
+    path.write_bytes(b"same size!!" + b"x" * (len(CONTENT) - 11))  # same size, new content and mtime
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+    with pytest.raises(hub.ChecksumError):
+        hub.resolve_weights(ck)
 
 
 # loading -----------------------------------------------------------------------------------------------------------
@@ -250,14 +323,92 @@ def test_load_torch_checkpoint(tmp_path):
     with pytest.raises(ValueError, match=r"missing\.pth"):
         hub.load_torch_checkpoint(tmp_path / "missing.pth")
     torch.save({"obj": _Custom()}, tmp_path / "pickled.pth")
-    with pytest.raises(ValueError, match=r"pickled\.pth.*weights_only=True"):
+    with pytest.raises(ValueError) as info:
         hub.load_torch_checkpoint(tmp_path / "pickled.pth")
-    with pytest.warns(UserWarning, match=r"weights_only=False"):
-        unsafe = hub.load_torch_checkpoint(tmp_path / "pickled.pth", unsafe_fallback=True)
-    assert unsafe["obj"].value == 3
+    message = str(info.value)
+    assert "pickled.pth" in message and "weights_only=True" in message and "_Custom" in message
+    safe = tmp_path / "pickled.safe.pth"
+    assert f"scenemetrics weights convert {tmp_path / 'pickled.pth'} {safe} --i-trust-this-file" in message
+    with pytest.raises(TypeError):
+        hub.load_torch_checkpoint(tmp_path / "ok.pth", unsafe_fallback=True)  # no such option any more
 
 
 def test_weights_not_found_error_attributes():
     err = hub.WeightsNotFoundError("msg", filename="f.pth", searched=[Path("/a"), "/b"], url="https://x")
     assert isinstance(err, FileNotFoundError) and str(err) == "msg"
     assert err.filename == "f.pth" and err.searched == ["/a", "/b"] and err.url == "https://x"
+
+
+# resumable downloads (the network call itself is replaced) --------------------------------------------------------
+class FakeServer:
+    """Serves ``content`` like an HTTP server honouring Range requests, in 5-byte reads; ``cut`` bytes into a
+    response it drops the connection (once)."""
+
+    def __init__(self, content: bytes, *, honour_range: bool = True, cut: int | None = None) -> None:
+        self.content, self.honour_range, self.cut = content, honour_range, cut
+        self.starts: list[int] = []
+
+    def __call__(self, url: str, start: int):
+        self.starts.append(start)
+        if start >= len(self.content) and self.honour_range:
+            raise urllib.error.HTTPError(url, 416, "Range Not Satisfiable", {}, None)
+        body = self.content[start:] if self.honour_range else self.content
+        server = self
+
+        class Response(io.BytesIO):
+            status = 206 if server.honour_range and start else 200
+            headers: ClassVar[dict[str, str]] = {"Content-Length": str(len(body))}
+
+            def read(self, n=-1):
+                if server.cut is not None and self.tell() >= server.cut:
+                    server.cut = None
+                    raise ConnectionResetError("connection reset by peer")
+                return super().read(min(5, n) if n and n > 0 else 5)
+
+        return Response(body)
+
+
+def test_interrupted_download_resumes_with_a_range_request(monkeypatch):
+    content = bytes(range(256)) * 3
+    server = FakeServer(content, cut=100)
+    monkeypatch.setattr(hub, "_download", REAL_DOWNLOAD)
+    monkeypatch.setattr(hub, "_urlopen", server)
+    ck = entry(urls=("https://example.invalid/model.bin",), sha256=hashlib.sha256(content).hexdigest())
+    with pytest.raises(hub.WeightsNotFoundError, match="connection reset"):
+        hub.resolve_weights(ck, progress=False)
+    part = hub.cache_dir("testroom") / "model.bin.part"
+    assert part.read_bytes() == content[:100]
+    path = hub.resolve_weights(ck, progress=False)
+    assert server.starts == [0, 100]  # the second request asked for the rest only
+    assert path.read_bytes() == content and not part.exists()
+
+
+def test_server_without_range_support_and_complete_part(monkeypatch):
+    content = b"0123456789" * 7
+    monkeypatch.setattr(hub, "_download", REAL_DOWNLOAD)
+    part = hub.cache_dir("testroom") / "model.bin.part"
+    part.parent.mkdir(parents=True)
+    ck = entry(urls=("https://example.invalid/model.bin",), md5=hashlib.md5(content).hexdigest())
+    part.write_bytes(content[:20])
+    server = FakeServer(content, honour_range=False)
+    monkeypatch.setattr(hub, "_urlopen", server)
+    assert hub.download(ck, progress=False).read_bytes() == content  # status 200: the part was replaced
+    assert server.starts == [20]
+    (hub.cache_dir("testroom") / "model.bin").unlink()
+    part.write_bytes(content)  # a complete part: the server answers 416, the part is verified and kept
+    server = FakeServer(content)
+    monkeypatch.setattr(hub, "_urlopen", server)
+    assert hub.download(ck, progress=False).read_bytes() == content and server.starts == [len(content)]
+
+
+def test_stale_part_is_discarded_and_downloaded_again(monkeypatch):
+    content = b"the real file " * 5
+    monkeypatch.setattr(hub, "_download", REAL_DOWNLOAD)
+    part = hub.cache_dir("testroom") / "model.bin.part"
+    part.parent.mkdir(parents=True)
+    part.write_bytes(b"stale bytes from another file")
+    server = FakeServer(content)
+    monkeypatch.setattr(hub, "_urlopen", server)
+    ck = entry(urls=("https://example.invalid/model.bin",), sha256=hashlib.sha256(content).hexdigest())
+    assert hub.download(ck, progress=False).read_bytes() == content
+    assert server.starts == [len(b"stale bytes from another file"), 0]

@@ -8,7 +8,19 @@ Resolution order for a checkpoint (:func:`resolve_weights`):
    ``torch.hub.get_dir()/scenemetrics``).
 3. Extra places a user may already hold the file (for torchvision backbones: torch's own
    ``torch.hub.get_dir()/checkpoints``).
-4. A download into the cache, verified with the hash the publisher gives (sha256, a sha256 prefix, or md5).
+4. A download into the cache (resumed from ``<file>.part`` after an interruption).
+
+Verification (:func:`verify_file`): a file found in steps 2-4 is checked on **every** load, not only after its
+download. Files with a published hash (sha256, a sha256 prefix, or md5) are compared with it. For files whose
+publisher gives none (the Megvii YOLOX releases), the sha256 is recorded at the first download in a sidecar
+``<file>.sha256`` and every later load compares the file with it; a mismatch raises :class:`ChecksumError` naming
+both hashes. So that a 750 MB file is not rehashed on every run, a successful check is remembered in
+``<file>.verified`` (size, modification time, inode, digests); an unchanged file is not read again, any change to
+it is rehashed.
+
+Loading (:func:`load_torch_checkpoint`): ``torch.load(..., weights_only=True)`` only. A file that needs the full
+unpickler is refused with a ``ValueError`` that gives the command to re-save it as plain tensors
+(``scenemetrics weights convert IN OUT --i-trust-this-file``).
 
 With ``SCENEMETRICS_OFFLINE=1`` step 4 is skipped; when nothing is found, or a download fails, a
 :class:`WeightsNotFoundError` names the file, every path searched and the URL to fetch it from.
@@ -21,13 +33,16 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import logging
 import os
-import shutil
-import tempfile
+import re
+import shlex
+import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -35,20 +50,36 @@ from typing import Any
 
 __all__ = [
     "CHECKPOINTS",
+    "PART_SUFFIX",
+    "SIDECAR_SUFFIX",
+    "STAMP_SUFFIX",
     "Checkpoint",
+    "ChecksumError",
     "WeightsNotFoundError",
     "cache_dir",
+    "download",
     "file_hash",
+    "file_hashes",
     "is_offline",
     "load_torch_checkpoint",
+    "read_sidecar",
     "register",
     "resolve_weights",
     "scenemetrics_home",
+    "sidecar_path",
+    "verify_file",
 ]
 
 logger = logging.getLogger(__name__)
 
 _TRUE = {"1", "true", "yes", "on"}
+
+SIDECAR_SUFFIX = ".sha256"
+"""Suffix of the file that records the sha256 of a download without a published hash."""
+STAMP_SUFFIX = ".verified"
+"""Suffix of the file that remembers a successful check (size, mtime, inode, digests) of an unchanged file."""
+PART_SUFFIX = ".part"
+"""Suffix of an unfinished download (resumed by the next download)."""
 
 
 class WeightsNotFoundError(FileNotFoundError):
@@ -120,7 +151,7 @@ def _torchvision(room: str, arch: str, filename: str, description: str) -> Check
 
 
 def _yolox(variant: str) -> Checkpoint:
-    # Megvii publishes no hash for the 0.1.1rc0 release; the computed sha256 is logged on first download.
+    # Megvii publishes no hash for the 0.1.1rc0 release: the sha256 is recorded in a sidecar at the first download.
     return Checkpoint(
         room="osim",
         filename=f"{variant}.pth",
@@ -195,36 +226,233 @@ def file_hash(path: str | os.PathLike, algorithm: str = "sha256") -> str:
     return h.hexdigest()
 
 
-def _verify(path: Path, ckpt: Checkpoint) -> None:
-    """Raise ``ValueError`` if the file does not carry the published hash."""
+class ChecksumError(ValueError):
+    """A checkpoint file does not carry the hash it must have (published, or recorded at its first download).
+
+    Attributes:
+        path: the file.
+        algorithm: ``"sha256"`` or ``"md5"``.
+        expected: the hash it should have (a prefix for torchvision files).
+        actual: the hash it has.
+    """
+
+    def __init__(self, path: Path, algorithm: str, expected: str, actual: str, origin: str) -> None:
+        self.path, self.algorithm, self.expected, self.actual = Path(path), algorithm, expected, actual
+        super().__init__(
+            f"{algorithm} of {os.fspath(path)} is {actual}, expected {expected} ({origin}). The file is damaged or "
+            f"was replaced; delete it and download it again (scenemetrics weights download), or pass your own file "
+            "as weights_path="
+        )
+
+
+def sidecar_path(path: str | os.PathLike) -> Path:
+    """``<file>.sha256``: the sha256 recorded at the first download of a file whose publisher gives no hash.
+
+    It holds one line in the format of ``sha256sum`` (``<hex>  <file name>``), so ``sha256sum -c`` checks it too.
+    """
+    p = Path(path)
+    return p.with_name(p.name + SIDECAR_SUFFIX)
+
+
+def _stamp_path(path: Path) -> Path:
+    return path.with_name(path.name + STAMP_SUFFIX)
+
+
+def read_sidecar(path: str | os.PathLike) -> str | None:
+    """The sha256 recorded in ``<file>.sha256`` (``None`` without a sidecar).
+
+    Raises:
+        ValueError: the sidecar does not start with a 64-digit hex sha256.
+    """
+    side = sidecar_path(path)
+    if not side.is_file():
+        return None
+    text = side.read_text(errors="replace").strip()
+    digest = text.split()[0].lower() if text else ""
+    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise ValueError(f"{side} does not hold a sha256 (expected '<64 hex digits>  {Path(path).name}')")
+    return digest
+
+
+def _write_sidecar(path: Path, digest: str) -> None:
+    _atomic_write_text(sidecar_path(path), f"{digest}  {path.name}\n")
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _published(ckpt: Checkpoint) -> list[tuple[str, str, bool]]:
+    """``(algorithm, hex, is_prefix)`` of every hash the publisher gives."""
+    out = []
     if ckpt.md5 is not None:
-        got = file_hash(path, "md5")
-        if got != ckpt.md5:
-            raise ValueError(f"md5 of {path} is {got}, expected {ckpt.md5}")
-    if ckpt.sha256 is not None or ckpt.sha256_prefix is not None:
-        got = file_hash(path, "sha256")
-        want = ckpt.sha256 or ckpt.sha256_prefix or ""
-        if not got.startswith(want):
-            raise ValueError(f"sha256 of {path} is {got}, expected {'' if ckpt.sha256 else 'a prefix '}{want}")
-    if ckpt.md5 is None and ckpt.sha256 is None and ckpt.sha256_prefix is None:
-        logger.warning("%s has no published hash; sha256 of the download: %s", ckpt.filename, file_hash(path))
+        out.append(("md5", ckpt.md5.lower(), False))
+    if ckpt.sha256 is not None:
+        out.append(("sha256", ckpt.sha256.lower(), False))
+    elif ckpt.sha256_prefix is not None:
+        out.append(("sha256", ckpt.sha256_prefix.lower(), True))
+    return out
+
+
+def _file_stamp(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+# in-process memory of verified files: (resolved path) -> (size, mtime_ns, inode, {algorithm: hex})
+_VERIFIED: dict[str, tuple[tuple[int, int, int], dict[str, str]]] = {}
+
+
+def _known_digests(path: Path, persistent: bool) -> dict[str, str]:
+    """Digests of ``path`` computed earlier while its size, mtime and inode were the same (else ``{}``)."""
+    stamp = _file_stamp(path)
+    memo = _VERIFIED.get(str(path.resolve()))
+    if memo is not None and memo[0] == stamp:
+        return dict(memo[1])
+    if persistent:
+        try:
+            data = json.loads(_stamp_path(path).read_text())
+            if [data["size"], data["mtime_ns"], data["inode"]] == list(stamp):
+                return {str(k): str(v) for k, v in data["digests"].items()}
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    return {}
+
+
+def _remember(path: Path, digests: Mapping[str, str], persistent: bool) -> None:
+    stamp = _file_stamp(path)
+    _VERIFIED[str(path.resolve())] = (stamp, dict(digests))
+    if persistent:
+        size, mtime_ns, inode = stamp
+        # a read-only cache (e.g. a shared copy on a cluster) is fine: the in-process memo still holds
+        with contextlib.suppress(OSError):
+            _atomic_write_text(
+                _stamp_path(path),
+                json.dumps({"size": size, "mtime_ns": mtime_ns, "inode": inode, "digests": dict(digests)}) + "\n",
+            )
+
+
+def verify_file(path: str | os.PathLike, key: str | Checkpoint, *, record: bool = True, use_stamp: bool = True) -> str:
+    """Check a file against its published hash, or against the sha256 recorded in its sidecar.
+
+    Files with a published hash (sha256, a sha256 prefix, or md5) are compared with it. Files without one are
+    compared with ``<file>.sha256``; a file that has no sidecar yet gets one (``record=True``: trust on first use,
+    logged as a warning). Hashing a large file takes seconds, so a successful check is remembered in
+    ``<file>.verified`` (size, modification time and inode of the file, and its digests): while these are unchanged
+    the file is not read again. Any change to the file (a new modification time) triggers a full check.
+
+    Args:
+        path: the file.
+        key: a key of :data:`CHECKPOINTS` or a :class:`Checkpoint`.
+        record: write a missing sidecar (otherwise a missing sidecar is a ``ValueError``).
+        use_stamp: trust the ``.verified`` stamp of an unchanged file (``False`` always rehashes).
+
+    Returns:
+        The sha256 of the file.
+
+    Raises:
+        ChecksumError: the file does not carry the expected hash; the message names both hashes.
+        ValueError: ``record=False`` and a file without published hash has no sidecar.
+    """
+    ckpt = _entry(key)
+    p = Path(path)
+    persistent = p.parent == cache_dir(ckpt.room)
+    known = _known_digests(p, persistent) if use_stamp else {}
+    published = _published(ckpt)
+    recorded = None if published else read_sidecar(p)
+    needed = {algo for algo, _, _ in published} | {"sha256"}
+    missing = needed - known.keys()
+    digests = dict(known)
+    if missing:
+        digests.update(file_hashes(p, sorted(missing)))
+    for algo, want, prefix in published:
+        if not digests[algo].startswith(want):
+            raise ChecksumError(p, algo, want if not prefix else f"a prefix {want}", digests[algo], "published")
+    if not published:
+        if recorded is None:
+            if not record:
+                raise ValueError(f"{p} has no published hash and no recorded sha256 ({sidecar_path(p)} is missing)")
+            logger.warning(
+                "%s has no published hash and no recorded sha256 yet; recording %s in %s",
+                p,
+                digests["sha256"],
+                sidecar_path(p),
+            )
+            try:
+                _write_sidecar(p, digests["sha256"])
+            except OSError as err:
+                logger.warning("could not write %s: %s", sidecar_path(p), err)
+        elif digests["sha256"] != recorded:
+            raise ChecksumError(p, "sha256", recorded, digests["sha256"], f"recorded at download in {sidecar_path(p)}")
+    if missing:
+        _remember(p, digests, persistent)
+    return digests["sha256"]
+
+
+def file_hashes(path: str | os.PathLike, algorithms: Sequence[str]) -> dict[str, str]:
+    """Several hex digests of a file in one read (1 MiB blocks)."""
+    hs = {a: hashlib.new(a) for a in algorithms}
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            for h in hs.values():
+                h.update(block)
+    return {a: h.hexdigest() for a, h in hs.items()}
+
+
+def _entry(key: str | Checkpoint) -> Checkpoint:
+    if isinstance(key, Checkpoint):
+        return key
+    if key not in _REGISTRY:
+        raise KeyError(f"unknown checkpoint {key!r}; known: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[key]
+
+
+def _urlopen(url: str, start: int) -> Any:
+    """Open ``url`` asking for the bytes from ``start`` on; the only network call of scenemetrics' own downloads.
+
+    Returns the response (status 200: the whole file; 206: from ``start``). Tests replace this function.
+    """
+    headers = {"User-Agent": "scenemetrics"}
+    if start > 0:
+        headers["Range"] = f"bytes={start}-"
+    return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=60)
 
 
 def _download(url: str, dst: Path, progress: bool = True) -> None:
-    """Download ``url`` to ``dst``. Tests monkeypatch this function: nothing else here touches the network."""
+    """Download ``url`` into ``dst``, resuming a partial ``dst`` with an HTTP Range request.
+
+    A server that ignores the range (status 200) sends the whole file, which replaces the partial one; a range past
+    the end (status 416) means ``dst`` is already complete. On an error the partial file is kept for the next try.
+    """
     from tqdm.auto import tqdm
 
-    req = urllib.request.Request(url, headers={"User-Agent": "scenemetrics"})
-    with urllib.request.urlopen(req, timeout=60) as resp, open(dst, "wb") as out:
-        total = resp.headers.get("Content-Length")
-        with tqdm(
-            total=int(total) if total else None,
-            unit="B",
-            unit_scale=True,
-            unit_divisor=1024,
-            desc=f"downloading {dst.name}",
-            disable=not progress,
-        ) as bar:
+    start = dst.stat().st_size if dst.is_file() else 0
+    try:
+        resp = _urlopen(url, start)
+    except urllib.error.HTTPError as err:
+        if err.code == 416 and start > 0:
+            return
+        raise
+    with resp:
+        status = getattr(resp, "status", 200)
+        if status != 206:
+            start = 0
+        length = resp.headers.get("Content-Length")
+        total = start + int(length) if length else None
+        with (
+            open(dst, "ab" if start else "wb") as out,
+            tqdm(
+                total=total,
+                initial=start,
+                unit="B",
+                unit_scale=True,
+                unit_divisor=1024,
+                desc=f"downloading {dst.name.removesuffix(PART_SUFFIX)}",
+                disable=not progress,
+            ) as bar,
+        ):
             for block in iter(lambda: resp.read(1 << 20), b""):
                 out.write(block)
                 bar.update(len(block))
@@ -245,21 +473,23 @@ def _not_found(ckpt: Checkpoint, searched: Iterable[Path], reason: str) -> Weigh
 def resolve_weights(
     key: str | Checkpoint, weights_path: str | os.PathLike | None = None, *, progress: bool = True
 ) -> Path:
-    """Find (or download) a checkpoint file and return its path.
+    """Find (or download) a checkpoint file, verify it, and return its path.
 
     Args:
         key: a key of :data:`CHECKPOINTS` (e.g. ``"puzzlesim/squeezenet1_1"``) or a :class:`Checkpoint`.
-        weights_path: a checkpoint file (used as given, no hash check) or a folder holding ``filename``.
+        weights_path: a checkpoint file (used as given, no hash check) or a folder holding ``filename`` (used as
+            given too: your own files are yours to vouch for).
         progress: show a progress bar while downloading.
 
     Returns:
-        The path of a local file.
+        The path of a local file. A file from the cache or torch's cache passed :func:`verify_file`.
 
     Raises:
         KeyError: unknown ``key``.
         WeightsNotFoundError: ``weights_path`` does not exist or lacks the file; or nothing was cached and
             ``SCENEMETRICS_OFFLINE=1`` is set or every download failed. The message names the file, the
             paths searched and the URL.
+        ChecksumError: a cached file does not carry its published or recorded hash (a ``ValueError``).
 
     Example:
         >>> import os, tempfile
@@ -273,12 +503,7 @@ def resolve_weights(
         yolox_s.pth True
         >>> del os.environ["SCENEMETRICS_OFFLINE"]
     """
-    if isinstance(key, Checkpoint):
-        ckpt = key
-    else:
-        if key not in _REGISTRY:
-            raise KeyError(f"unknown checkpoint {key!r}; known: {', '.join(sorted(_REGISTRY))}")
-        ckpt = _REGISTRY[key]
+    ckpt = _entry(key)
 
     if weights_path is not None:
         p = Path(weights_path).expanduser()
@@ -293,62 +518,140 @@ def resolve_weights(
     target = cache_dir(ckpt.room) / ckpt.filename
     searched = [target]
     if target.is_file():
+        verify_file(target, ckpt)
         return target
     for extra in ckpt.extra_dirs:
         candidate = extra() / ckpt.filename
         searched.append(candidate)
         if candidate.is_file():
+            verify_file(candidate, ckpt, record=False)
             return candidate
 
     if is_offline():
         raise _not_found(ckpt, searched, "SCENEMETRICS_OFFLINE=1 is set, so nothing is downloaded")
+    return download(ckpt, progress=progress, searched=searched)
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    errors = []
-    for url in ckpt.urls:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{ckpt.filename}.", suffix=".part", dir=target.parent)
+
+@contextlib.contextmanager
+def _room_lock(folder: Path) -> Iterator[None]:
+    """An exclusive lock on a cache folder while a download lands (where the file system supports ``flock``)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no lock
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        with contextlib.suppress(OSError):  # e.g. a network file system without flock: go on unlocked
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
         os.close(fd)
-        tmp = Path(tmp_name)
-        try:
-            _download(url, tmp, progress=progress)
-            _verify(tmp, ckpt)
-            shutil.move(str(tmp), str(target))  # atomic on one file system: no half-written cache entry
-            return target
-        except Exception as err:
-            errors.append(f"{url}: {type(err).__name__}: {err}")
-        finally:
-            tmp.unlink(missing_ok=True)
-    raise _not_found(ckpt, searched, "download failed: " + "; ".join(errors))
 
 
-def load_torch_checkpoint(path: str | os.PathLike, *, unsafe_fallback: bool = False) -> Any:
-    """``torch.load(path, map_location="cpu", weights_only=True)`` with an error that names the file.
+def download(
+    key: str | Checkpoint, *, progress: bool = True, force: bool = False, searched: Sequence[Path] = ()
+) -> Path:
+    """Download a checkpoint into the cache (resuming ``<file>.part``), verify it, and return its path.
 
-    Args:
-        path: checkpoint file.
-        unsafe_fallback: if the safe unpickler refuses the file (it holds pickled Python objects, as old training
-            checkpoints do), load it once more with ``weights_only=False`` and warn. Only for files from a
-            publisher the registry trusts.
+    An already cached file is verified and returned without a download unless ``force``. Files with a published hash
+    are checked against it; for the others the sha256 is recorded in ``<file>.sha256``. ``SCENEMETRICS_OFFLINE`` is
+    not consulted here: this is the explicit download (``scenemetrics weights download``).
 
     Raises:
-        ValueError: the file cannot be read as a torch checkpoint.
+        WeightsNotFoundError: every URL failed; the message lists the errors.
+        ChecksumError: with ``force=False``, the cached file fails its check.
+    """
+    ckpt = _entry(key)
+    target = cache_dir(ckpt.room) / ckpt.filename
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _room_lock(target.parent):
+        if target.is_file() and not force:  # e.g. another process finished it while we waited for the lock
+            verify_file(target, ckpt)
+            return target
+        part = target.with_name(target.name + PART_SUFFIX)
+        errors = []
+        for url in ckpt.urls:
+            for attempt in range(2):
+                resumed = part.is_file() and part.stat().st_size > 0
+                try:
+                    _download(url, part, progress=progress)
+                except Exception as err:  # network trouble: keep the partial file for a resumed try
+                    errors.append(f"{url}: {type(err).__name__}: {err}")
+                    break
+                try:
+                    digests = file_hashes(part, sorted({a for a, _, _ in _published(ckpt)} | {"sha256"}))
+                    for algo, want, prefix in _published(ckpt):
+                        if not digests[algo].startswith(want):
+                            raise ChecksumError(
+                                part, algo, want if not prefix else f"a prefix {want}", digests[algo], "published"
+                            )
+                except Exception as err:
+                    part.unlink(missing_ok=True)
+                    if resumed and attempt == 0:  # the partial file may have been stale: once more from scratch
+                        continue
+                    errors.append(f"{url}: {type(err).__name__}: {err}")
+                    break
+                os.replace(part, target)  # atomic on one file system: no half-written cache entry
+                _stamp_path(target).unlink(missing_ok=True)
+                if not _published(ckpt):
+                    _write_sidecar(target, digests["sha256"])
+                    logger.warning(
+                        "%s has no published hash; recorded the sha256 of the download, %s, in %s",
+                        ckpt.filename,
+                        digests["sha256"],
+                        sidecar_path(target),
+                    )
+                _remember(target, digests, persistent=True)
+                return target
+    raise _not_found(ckpt, searched or [target], "download failed: " + "; ".join(errors))
+
+
+def _re_save_hint(path: str | os.PathLike) -> str:
+    p = Path(path)
+    out = p.with_name(f"{p.stem}.safe{p.suffix or '.pth'}")
+    return (
+        f"If you trust where this file comes from, re-save it as plain tensors with "
+        f"`scenemetrics weights convert {shlex.quote(os.fspath(p))} {shlex.quote(os.fspath(out))} "
+        f"--i-trust-this-file` and pass the new file as weights_path= (CLI: --weights)."
+    )
+
+
+def load_torch_checkpoint(path: str | os.PathLike) -> Any:
+    """``torch.load(path, map_location="cpu", weights_only=True)``, with errors that name the file.
+
+    scenemetrics never uses the full unpickler to read a checkpoint: it can run code hidden in the file. A file that
+    holds pickled Python objects besides tensors and plain containers (old training checkpoints sometimes store
+    ``argparse.Namespace`` or numpy objects) is refused with a :class:`ValueError` that gives the command to re-save
+    it safely (``scenemetrics weights convert IN OUT --i-trust-this-file``).
+
+    Raises:
+        ValueError: the file cannot be read as a torch checkpoint with ``weights_only=True``.
+
+    Example:
+        >>> import os, tempfile, torch
+        >>> path = os.path.join(tempfile.mkdtemp(), "w.pth")
+        >>> torch.save({"model": {"w": torch.ones(2)}}, path)
+        >>> load_torch_checkpoint(path)["model"]["w"]
+        tensor([1., 1.])
     """
     import pickle
-    import warnings
 
     import torch
 
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
-        if not unsafe_fallback:
-            raise ValueError(f"could not read checkpoint {os.fspath(path)!r} with weights_only=True: {err}") from err
-        warnings.warn(
-            f"{os.fspath(path)!r} holds pickled objects that weights_only=True refuses; loading it with "
-            "weights_only=False (only do this for files you trust)",
-            UserWarning,
-            stacklevel=2,
-        )
-        return torch.load(path, map_location="cpu", weights_only=False)
+        text = str(err)
+        # refused Python objects (as opposed to bytes that are no pickle at all) are named as "GLOBAL module.name"
+        refused = re.search(r"GLOBAL (\S+)|unrecognized function|Unsupported class", text)
+        if refused:
+            what = f" ({refused.group(1)})" if refused.group(1) else ""
+            raise ValueError(
+                f"refusing to load {os.fspath(path)!r}: it holds pickled Python objects{what} that the safe loader "
+                "(torch.load with weights_only=True) does not accept. scenemetrics never unpickles arbitrary objects, "
+                "because that can run code hidden in the file. " + _re_save_hint(path)
+            ) from None
+        raise ValueError(f"could not read checkpoint {os.fspath(path)!r}: {type(err).__name__}: {err}") from err
     except Exception as err:
         raise ValueError(f"could not read checkpoint {os.fspath(path)!r}: {type(err).__name__}: {err}") from err

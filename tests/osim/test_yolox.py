@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -17,6 +18,7 @@ from scenemetrics.osim.yolox import (
     YOLOX,
     YOLOX_VARIANTS,
     decode_outputs,
+    infer_variant,
     letterbox,
     postprocess,
     random_checkpoint,
@@ -117,17 +119,18 @@ def test_mismatched_checkpoints_raise_value_error(tmp_path, nano_ckpt) -> None:
     torch.save({"model": {**sd, "head.extra.weight": torch.zeros(1)}}, tmp_path / "extra.pth")
     with pytest.raises(ValueError, match=r"unexpected key.*head\.extra\.weight"):
         YOLOX.from_official("yolox_nano", weights_path=tmp_path / "extra.pth")
-    with pytest.raises(ValueError, match=r"yolox_tiny"):  # nano weights are not tiny weights
+    # nano weights are not tiny weights: the error says which variant the file is
+    with pytest.raises(ValueError, match=r'is a yolox_nano checkpoint, not yolox_tiny.*detector="yolox_nano"'):
         YOLOX.from_official("yolox_tiny", weights_path=nano_ckpt)
     (tmp_path / "junk.pth").write_bytes(b"not a checkpoint")
-    with pytest.raises(ValueError, match=r"junk\.pth"), pytest.warns(UserWarning, match="weights_only=False"):
+    with pytest.raises(ValueError, match=r"could not read checkpoint.*junk\.pth"):
         YOLOX.from_official("yolox_nano", weights_path=tmp_path / "junk.pth")
     torch.save({"model": [1, 2, 3]}, tmp_path / "list.pth")
     with pytest.raises(ValueError, match="not a YOLOX checkpoint"):
         YOLOX.from_official("yolox_nano", weights_path=tmp_path / "list.pth")
 
 
-def test_cache_folder_offline_error_and_unsafe_fallback(tmp_path, monkeypatch, nano_ckpt) -> None:
+def test_cache_folder_offline_error_and_no_unsafe_fallback(tmp_path, monkeypatch, nano_ckpt) -> None:
     cached = hub.cache_dir("osim") / "yolox_nano.pth"
     cached.parent.mkdir(parents=True)
     cached.write_bytes(nano_ckpt.read_bytes())
@@ -142,11 +145,21 @@ def test_cache_folder_offline_error_and_unsafe_fallback(tmp_path, monkeypatch, n
     assert isinstance(err.value, FileNotFoundError)
     with pytest.raises(hub.WeightsNotFoundError):
         YOLOX.from_official("yolox_nano", weights_path=tmp_path / "nowhere.pth")
-    # old training checkpoints pickle Python objects: weights_only=True refuses them; we retry with a warning
+    # training checkpoints that pickle Python objects are refused (never unpickled) with the command that re-saves
+    # them; the re-saved file keeps the official layout and loads
     sd = torch.load(nano_ckpt, weights_only=True)["model"]
-    torch.save({"model": sd, "args": argparse.Namespace(lr=0.01)}, tmp_path / "pickled.pth")
-    with pytest.warns(UserWarning, match="weights_only=False"):
-        YOLOX.from_official("yolox_nano", weights_path=tmp_path / "pickled.pth")
+    pickled = tmp_path / "pickled.pth"
+    torch.save({"model": sd, "start_epoch": 3, "args": argparse.Namespace(lr=0.01)}, pickled)
+    with pytest.raises(ValueError, match=r"argparse\.Namespace.*scenemetrics weights convert") as info:
+        YOLOX.from_official("yolox_nano", weights_path=pickled)
+    assert str(pickled) in str(info.value)
+    from scenemetrics.cli import main
+
+    assert main(["weights", "convert", str(pickled), str(tmp_path / "pickled.safe.pth"), "--i-trust-this-file"]) == 0
+    safe = torch.load(tmp_path / "pickled.safe.pth", weights_only=True)
+    assert sorted(safe) == ["args", "model", "start_epoch"] and safe["args"] == {"lr": 0.01}
+    m = YOLOX.from_official("yolox_nano", weights_path=tmp_path / "pickled.safe.pth")
+    assert torch.equal(m.state_dict()["head.obj_preds.0.bias"], sd["head.obj_preds.0.bias"])
 
 
 @pytest.mark.parametrize("variant", ["yolox_tiny", "yolox_s", "yolox_m"])
@@ -339,3 +352,114 @@ def test_detect_matches_forward_and_extract(nano) -> None:
         nano.extract(canvas, ("dark6",))
     with pytest.raises(ValueError, match="multiples of 32"):
         nano.extract(torch.zeros(1, 3, 100, 100))
+
+
+# ---------------------------------------------------------------------------------------------- your own YOLOX
+
+
+@pytest.fixture(scope="module")
+def three_class_ckpt(tmp_path_factory) -> Path:
+    """A yolox_nano fine-tuned on 3 classes, saved as Megvii's trainer saves: {"model", "start_epoch", ...}."""
+    path = tmp_path_factory.mktemp("own") / "best_ckpt.pth"
+    random_checkpoint("yolox_nano", path, seed=2, num_classes=3)
+    ckpt = torch.load(path, weights_only=True)
+    ckpt.update(optimizer={"state": {}, "param_groups": [{"lr": 0.01, "params": [0, 1]}]}, best_ap=12.5)
+    torch.save(ckpt, path)
+    return path
+
+
+def test_own_yolox_head_size_is_read_from_the_checkpoint(three_class_ckpt) -> None:
+    m = YOLOX.from_official("yolox_nano", weights_path=three_class_ckpt)
+    assert m.num_classes == 3
+    assert tuple(m.state_dict()["head.cls_preds.2.weight"].shape) == (3, 64, 1, 1)
+    canvas = letterbox(images(1), 128).canvas
+    assert m(canvas).shape[-1] == 5 + 3
+    assert YOLOX.from_official("yolox_nano", weights_path=three_class_ckpt, num_classes=3).num_classes == 3
+    with pytest.raises(ValueError, match=r"num_classes=80.*has 3 classes") as info:
+        YOLOX.from_official("yolox_nano", weights_path=three_class_ckpt, num_classes=80)
+    assert str(three_class_ckpt) in str(info.value)
+    with pytest.raises(ValueError, match="num_classes"):
+        YOLOX.from_official("yolox_nano", weights_path=three_class_ckpt, num_classes=0)
+
+
+def test_official_head_is_80_classes(nano_ckpt) -> None:
+    assert YOLOX.from_official("yolox_nano", weights_path=nano_ckpt).num_classes == 80
+    with pytest.raises(ValueError, match=r"num_classes=3.*has 80 classes"):
+        YOLOX.from_official("yolox_nano", weights_path=nano_ckpt, num_classes=3)
+
+
+@pytest.mark.parametrize("variant", YOLOX_VARIANTS)
+def test_infer_variant_from_shapes(variant) -> None:
+    assert infer_variant(meta_model(variant).state_dict()) == variant
+    with torch.device("meta"):
+        assert infer_variant(YOLOX(variant, num_classes=7).state_dict()) == variant
+    assert infer_variant({"x": torch.zeros(1)}) is None
+
+
+def test_checkpoint_of_another_variant_names_it(tmp_path) -> None:
+    path = random_checkpoint("yolox_tiny", tmp_path / "mine.pth", calibrate=False, num_classes=5)
+    for asked in ("yolox_nano", "yolox_s"):
+        with pytest.raises(ValueError, match=r'is a yolox_tiny checkpoint, not .*detector="yolox_tiny".*--detector'):
+            YOLOX.from_official(asked, weights_path=path)
+
+
+def test_own_yolox_through_osim_metric_loss_and_class_names(three_class_ckpt) -> None:
+    import scenemetrics as sm
+    from scenemetrics.osim import osim
+
+    refs = images(3, seed=4)
+    names = ["chair", "lamp", "plant"]
+    res = osim((refs * 0.8).clamp(0, 1), refs, detector="yolox_nano", weights_path=three_class_ckpt,
+               conf_threshold=0.2, class_names=names)  # fmt: skip
+    assert res.r_sum.shape == (3,) and res.classes.numel() > 0 and int(res.classes.max()) < 3
+    table = res.class_table()
+    assert table and {row["name"] for row in table} <= set(names)
+    assert all(row["name"] == names[row["class_id"]] for row in table)
+    metric = sm.OSIM(detector="yolox_nano", weights_path=three_class_ckpt, conf_threshold=0.2, class_names=names)
+    metric.update((refs * 0.8).clamp(0, 1), refs)
+    torch.testing.assert_close(metric.compute(), res.score)
+    assert set(metric.class_scores()) == {row["name"] for row in table}
+    assert metric.r_sum.shape == (3,)
+    unnamed = sm.OSIM(detector="yolox_nano", weights_path=three_class_ckpt, conf_threshold=0.2)
+    unnamed.update(refs, refs)
+    assert set(unnamed.class_scores()) <= {"0", "1", "2"}  # no COCO names on a 3-class head
+    loss = sm.losses.OSIMLoss(refs, detector="yolox_nano", weights_path=three_class_ckpt, conf_threshold=0.2)
+    assert float(loss(refs)) < 1e-5 and loss.model.num_classes == 3
+    with pytest.raises(ValueError, match=r"`class_names` has 2 name\(s\).*num_classes=3"):
+        sm.OSIM(detector="yolox_nano", weights_path=three_class_ckpt, class_names=["a", "b"])
+    with pytest.raises(ValueError, match="repeated"):
+        sm.OSIM(detector="yolox_nano", weights_path=three_class_ckpt, class_names=["a", "b", "a"])
+    for build in (
+        lambda: sm.OSIM(detector="yolox_nano", weights_path=three_class_ckpt, num_classes=80),
+        lambda: sm.losses.OSIMLoss(detector="yolox_nano", weights_path=three_class_ckpt, num_classes=80),
+        lambda: osim(refs, refs, detector="yolox_nano", weights_path=three_class_ckpt, num_classes=80),
+        lambda: sm.OSIM(model=metric.model, num_classes=80),
+    ):
+        with pytest.raises(ValueError, match=r"num_classes=80"):
+            build()
+
+
+def test_own_yolox_through_the_cli(tmp_path, three_class_ckpt) -> None:
+    import json
+
+    from scenemetrics.cli import main
+    from scenemetrics.viz import save_png
+
+    refs = images(2, seed=4)
+    for i in range(2):
+        save_png((refs[i] * 255).round().to(torch.uint8), tmp_path / "gt" / f"v{i}.png")
+        save_png(((refs[i] * 0.8) * 255).round().to(torch.uint8), tmp_path / "renders" / f"v{i}.png")
+    (tmp_path / "names.txt").write_text("chair\nlamp\nplant\n\n")
+    args = ["osim", "--refs", str(tmp_path / "gt"), "--renders", str(tmp_path / "renders"), "--quiet", "--conf", "0.2",
+            "--detector", "yolox_nano", "--weights", str(three_class_ckpt), "--device", "cpu"]  # fmt: skip
+    assert main([*args, "--out", str(tmp_path / "out"), "--class-names", str(tmp_path / "names.txt")]) == 0
+    report = json.loads((tmp_path / "out" / "osim.json").read_text())
+    assert report["num_classes"] == 3 and report["classes"]
+    assert {row["name"] for row in report["classes"]} <= {"chair", "lamp", "plant"}
+    assert all(o["class"] == ["chair", "lamp", "plant"][o["class_id"]] for o in report["objects"])
+    (tmp_path / "two.txt").write_text("chair\nlamp\n")
+    assert main([*args, "--out", str(tmp_path / "o2"), "--class-names", str(tmp_path / "two.txt")]) == 1
+    (tmp_path / "gap.txt").write_text("chair\n\nlamp\n")
+    assert main([*args, "--out", str(tmp_path / "o3"), "--class-names", str(tmp_path / "gap.txt")]) == 1
+    wrong = [a if a != "yolox_nano" else "yolox_s" for a in args]
+    assert main([*wrong, "--out", str(tmp_path / "o4")]) == 1

@@ -28,6 +28,7 @@ from scenemetrics.osim.functional import (
     _detector_on,
     _saliency_maps,
     box_spans,
+    check_model_classes,
     load_detector,
 )
 from scenemetrics.osim.yolox import YOLOX, _letterbox_tensor
@@ -54,6 +55,8 @@ class OSIMLoss(nn.Module):
         saliency: ``"gbvs"``, ``"uniform"`` or a callable (see :func:`scenemetrics.osim.osim`).
         weights_path: YOLOX checkpoint file or folder.
         model: a :class:`~scenemetrics.osim.yolox.YOLOX` to use instead of loading ``detector``.
+        num_classes: head size of the detector; ``None`` reads it from the checkpoint (a YOLOX fine-tuned on your
+            own classes loads as it is). A different value raises ``ValueError``.
 
     Example:
         >>> import os, tempfile, torch
@@ -79,15 +82,18 @@ class OSIMLoss(nn.Module):
         saliency: str | SaliencyFn = "gbvs",
         weights_path: str | os.PathLike | None = None,
         model: YOLOX | None = None,
+        num_classes: int | None = None,
     ) -> None:
         super().__init__()
         _check_options(layer, saliency, conf_threshold, nms_threshold)
         if model is not None and not isinstance(model, YOLOX):
             raise ValueError(f"`model` must be a scenemetrics.osim.YOLOX or None; received {type(model).__name__}")
-        yolox = model if model is not None else load_detector(detector, weights_path)
+        if model is not None:
+            check_model_classes(model, num_classes)
+        yolox = model if model is not None else load_detector(detector, weights_path, num_classes=num_classes)
         yolox.eval().requires_grad_(False)
         object.__setattr__(self, "_detector", yolox)  # not a submodule: no parameters, not in state_dict()
-        self._cache_key = (detector, weights_path) if model is None else None
+        self._cache_key = (detector, weights_path, num_classes) if model is None else None
         self.layer = layer
         self.conf_threshold = float(conf_threshold)
         self.nms_threshold = float(nms_threshold)

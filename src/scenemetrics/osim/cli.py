@@ -28,7 +28,7 @@ from scenemetrics.cli import (
     write_json,
 )
 
-__all__ = ["pair_images", "register", "run"]
+__all__ = ["pair_images", "read_class_names", "register", "run"]
 
 EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
 _VARIANTS = "yolox_nano, yolox_tiny, yolox_s, yolox_m, yolox_l, yolox_x"
@@ -56,6 +56,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--nms", type=float, default=0.45, help="class-agnostic NMS IoU threshold (default 0.45)")
     p.add_argument("--layer", default="dark5", choices=_LAYERS, help="feature map compared (default dark5)")
     p.add_argument("--saliency", default="gbvs", choices=("gbvs", "uniform"), help="object weights (default gbvs)")
+    p.add_argument(
+        "--class-names",
+        default=None,
+        metavar="FILE",
+        help="text file with one class name per line, in the order of the detector head (for a YOLOX trained on "
+        "your own classes; default: the COCO names)",
+    )
     p.add_argument(
         "--pair-by",
         default="name",
@@ -115,6 +122,25 @@ def pair_images(refs: str, renders: str, pair_by: str = "name") -> list[tuple[Pa
     return [(a[k], b[k]) for k in sorted(a)]
 
 
+def read_class_names(path: str | Path) -> list[str]:
+    """Class names from a text file, one per line in head order (trailing blank lines are ignored).
+
+    Raises:
+        CLIError: the file cannot be read, or holds a blank line between names.
+    """
+    try:
+        lines = [line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines()]
+    except (OSError, UnicodeDecodeError) as err:
+        raise CLIError(f"--class-names {str(path)!r}: {err}") from None
+    while lines and not lines[-1]:
+        lines.pop()
+    blank = [i + 1 for i, line in enumerate(lines) if not line]
+    if blank or not lines:
+        where = f"line {blank[0]} is blank" if blank else "the file holds no name"
+        raise CLIError(f"--class-names {str(path)!r}: {where}; write one class name per line, in head order")
+    return lines
+
+
 def _parse_devices(devices: str) -> int | str:
     return int(devices) if str(devices).strip().isdigit() else devices
 
@@ -129,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
         variant = normalize_variant(args.detector)
     except ValueError as err:
         raise CLIError(f"--detector: {err}") from None
+    class_names = read_class_names(args.class_names) if args.class_names is not None else None
     pairs = pair_images(args.refs, args.renders, args.pair_by)
     distributed = not (str(args.devices).strip() == "1" and args.num_nodes == 1)
     rank, world, fabric = 0, 1, None
@@ -151,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         device = resolve_device(args.device)
     model = load_detector(variant, args.weights, device)
-    report = _evaluate(args, pairs[rank::world], model, device, quiet=args.quiet or rank != 0)
+    report = _evaluate(args, pairs[rank::world], model, device, class_names, quiet=args.quiet or rank != 0)
     if world > 1:
         gathered: list[Any] = [None] * world
         torch.distributed.all_gather_object(gathered, (report["views"], report["objects"]))
@@ -167,6 +194,7 @@ def run(args: argparse.Namespace) -> int:
             "num_views": len(pairs),
             "num_objects": len(report["objects"]),
             "detector": variant,
+            "num_classes": model.num_classes,
             "weights": weights,
             "layer": args.layer,
             "conf_threshold": args.conf,
@@ -185,7 +213,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _evaluate(args: argparse.Namespace, pairs: list[tuple[Path, Path]], model: Any, device: Any, quiet: bool) -> dict:
+def _evaluate(
+    args: argparse.Namespace,
+    pairs: list[tuple[Path, Path]],
+    model: Any,
+    device: Any,
+    class_names: list[str] | None,
+    quiet: bool,
+) -> dict:
     """Update an OSIM metric view by view, then write the overlays of these views; returns the report parts."""
     import torch
 
@@ -201,7 +236,9 @@ def _evaluate(args: argparse.Namespace, pairs: list[tuple[Path, Path]], model: A
         nms_threshold=args.nms,
         saliency=args.saliency,
         model=model,
+        class_names=class_names,
     ).to(device)
+    names = metric.class_names
     results = []
     for ref_path, render_path in progress(pairs, quiet=quiet, desc="osim"):
         ref, render = read_image(ref_path), read_image(render_path)
@@ -218,7 +255,7 @@ def _evaluate(args: argparse.Namespace, pairs: list[tuple[Path, Path]], model: A
     table = [
         {
             "class_id": c,
-            "name": class_name(c),
+            "name": class_name(c, names),
             "o_l": float(r_sum[c] / count[c]),
             "s_l": float(s_sum[c] / count[c]),
             "count": int(count[c]),
@@ -247,7 +284,7 @@ def _evaluate(args: argparse.Namespace, pairs: list[tuple[Path, Path]], model: A
                     "render": rel.as_posix(),
                     "index": k,
                     "class_id": int(res.classes[k]),
-                    "class": class_name(int(res.classes[k])),
+                    "class": class_name(int(res.classes[k]), names),
                     "box": [round(float(v), 3) for v in res.boxes[k]],
                     "det_score": float(res.det_scores[k]),
                     "r": r,

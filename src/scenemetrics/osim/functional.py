@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,10 +48,12 @@ __all__ = [
     "OSIMResult",
     "box_spans",
     "box_to_span",
+    "check_model_classes",
     "class_name",
     "clear_detector_cache",
     "load_detector",
     "osim",
+    "resolve_class_names",
     "scene_score",
 ]
 
@@ -63,9 +65,49 @@ _MIN_GBVS_SIDE = 16
 SaliencyFn = Callable[[Tensor], Tensor]
 
 
-def class_name(class_id: int) -> str:
-    """COCO name of a class index (the index as text beyond the 80 COCO classes)."""
-    return COCO_CLASSES[class_id] if 0 <= class_id < len(COCO_CLASSES) else str(class_id)
+def class_name(class_id: int, names: Sequence[str] | None = None) -> str:
+    """Name of a class index: ``names[class_id]``, or the COCO name without ``names`` (the index as text beyond).
+
+    Example:
+        >>> class_name(0), class_name(1, ["cat", "dog"]), class_name(90)
+        ('person', 'dog', '90')
+    """
+    table = COCO_CLASSES if names is None else names
+    return table[class_id] if 0 <= class_id < len(table) else str(class_id)
+
+
+def resolve_class_names(class_names: Sequence[str] | None, num_classes: int) -> tuple[str, ...]:
+    """The class names of a detector head with ``num_classes`` outputs.
+
+    Args:
+        class_names: one name per class in head order, or ``None``: the COCO names for an 80-class head, the class
+            indices as text (``"0"``, ``"1"``, ...) otherwise.
+        num_classes: the head size.
+
+    Raises:
+        ValueError: not a sequence of distinct non-empty strings, or its length differs from ``num_classes``.
+
+    Example:
+        >>> resolve_class_names(None, 3), resolve_class_names(["cat", "dog", "car"], 3)[2]
+        (('0', '1', '2'), 'car')
+    """
+    if class_names is None:
+        return COCO_CLASSES if num_classes == len(COCO_CLASSES) else tuple(str(i) for i in range(num_classes))
+    if isinstance(class_names, str) or not isinstance(class_names, Sequence):
+        raise ValueError(f"`class_names` must be a sequence of strings (one per class); received {class_names!r}")
+    names = tuple(class_names)
+    bad = [n for n in names if not isinstance(n, str) or not n.strip()]
+    if bad:
+        raise ValueError(f"`class_names` must hold non-empty strings; received {bad[:3]!r}")
+    if len(names) != num_classes:
+        raise ValueError(
+            f"`class_names` has {len(names)} name(s) but the detector head has num_classes={num_classes}; give one "
+            "name per class, in the order of the head"
+        )
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"`class_names` must be distinct (per-class scores are keyed by name); repeated: {dupes}")
+    return names
 
 
 @dataclass
@@ -91,6 +133,7 @@ class OSIMResult:
         count: ``(num_classes,)`` float64 number of objects per class.
         ratio: letterbox ratio of the views.
         content_size: letterbox content ``(h_c, w_c)``.
+        class_names: the name of each class id (``None``: COCO names).
     """
 
     score: Tensor
@@ -109,13 +152,14 @@ class OSIMResult:
     count: Tensor
     ratio: float
     content_size: tuple[int, int]
+    class_names: tuple[str, ...] | None = None
 
     def class_table(self) -> list[dict]:
         """Rows ``{class_id, name, o_l, s_l, count}`` sorted by ``o_l`` ascending (worst class first)."""
         rows = [
             {
                 "class_id": c,
-                "name": class_name(c),
+                "name": class_name(c, self.class_names),
                 "o_l": self.per_class[c],
                 "s_l": self.class_saliency[c],
                 "count": self.class_counts[c],
@@ -144,41 +188,47 @@ class OSIMResult:
 # --------------------------------------------------------------------------------------------------------------
 # detector cache
 
-_DETECTORS: dict[tuple[str, str, str], YOLOX] = {}
+_DETECTORS: dict[tuple[str, str, int, int, str], YOLOX] = {}
+
+DetectorKey = tuple[str, "str | os.PathLike | None", "int | None"]
 
 
 def load_detector(
     detector: str = "yolox_x",
     weights_path: str | os.PathLike | None = None,
     device: str | torch.device | None = None,
+    *,
+    num_classes: int | None = None,
 ) -> YOLOX:
-    """The official YOLOX checkpoint as a frozen model, loaded once per ``(variant, file, device)``.
+    """A YOLOX checkpoint (official or your own) as a frozen model, loaded once per ``(variant, file, device)``.
 
     Args:
         detector: YOLOX variant.
         weights_path: checkpoint file or folder (``None``: the scenemetrics cache, downloading on first use).
         device: where the model runs (default CPU).
+        num_classes: head size; ``None`` reads it from the checkpoint (see :meth:`YOLOX.from_official`).
 
     Raises:
         scenemetrics.hub.WeightsNotFoundError: no checkpoint (offline or failed download).
-        ValueError: unknown variant or a checkpoint that does not match it.
+        ValueError: unknown variant, a checkpoint of another variant or head size, or one that does not match.
     """
     variant = normalize_variant(detector)
-    path = hub.resolve_weights(f"osim/{variant}", weights_path)
+    path = Path(hub.resolve_weights(f"osim/{variant}", weights_path))
     dev = torch.device(device) if device is not None else torch.device("cpu")
-    key = (variant, str(Path(path).resolve()), str(dev))
+    st = path.stat()
+    key = (variant, str(path.resolve()), st.st_mtime_ns, -1 if num_classes is None else num_classes, str(dev))
     if key not in _DETECTORS:
-        _DETECTORS[key] = YOLOX.from_official(variant, weights_path=path, device=dev)
+        _DETECTORS[key] = YOLOX.from_official(variant, weights_path=path, num_classes=num_classes, device=dev)
     return _DETECTORS[key]
 
 
-def _detector_on(model: YOLOX, device: torch.device, cache_key: tuple[str, str | os.PathLike | None] | None) -> YOLOX:
+def _detector_on(model: YOLOX, device: torch.device, cache_key: DetectorKey | None) -> YOLOX:
     """``model`` on ``device``: a cached detector is swapped for the cache's copy on that device (the cached
     instance itself never moves, other users share it); a user's model is moved."""
     if model.device == device:
         return model
     if cache_key is not None:
-        return load_detector(cache_key[0], cache_key[1], device)
+        return load_detector(cache_key[0], cache_key[1], device, num_classes=cache_key[2])
     return model.to(device)
 
 
@@ -354,12 +404,17 @@ def _check_pair(preds: Tensor, target: Tensor, *, check_range: bool = True) -> t
 
 
 def _resolve_model(
-    model: YOLOX | None, detector: str, weights_path: str | os.PathLike | None, device: torch.device
+    model: YOLOX | None,
+    detector: str,
+    weights_path: str | os.PathLike | None,
+    device: torch.device,
+    num_classes: int | None = None,
 ) -> YOLOX:
     if model is None:
-        return load_detector(detector, weights_path, device)
+        return load_detector(detector, weights_path, device, num_classes=num_classes)
     if not isinstance(model, YOLOX):
         raise ValueError(f"`model` must be a scenemetrics.osim.YOLOX or None; received {type(model).__name__}")
+    check_model_classes(model, num_classes)
     if model.device != device:
         raise ValueError(
             f"`model` is on {model.device} but the images are on {device}; move one of them (model.to(device))"
@@ -367,7 +422,22 @@ def _resolve_model(
     return model
 
 
-def _empty_result(num_classes: int, device: torch.device, ratio: float, content_size: tuple[int, int]) -> OSIMResult:
+def check_model_classes(model: YOLOX, num_classes: int | None) -> None:
+    """Raise ``ValueError`` when a given ``num_classes`` differs from the head of an injected ``model``."""
+    if num_classes is not None and num_classes != model.num_classes:
+        raise ValueError(
+            f"num_classes={num_classes} was asked for, but the given `model` has a head of {model.num_classes} "
+            "classes; pass num_classes=None or the model's size"
+        )
+
+
+def _empty_result(
+    num_classes: int,
+    device: torch.device,
+    ratio: float,
+    content_size: tuple[int, int],
+    class_names: tuple[str, ...] | None = None,
+) -> OSIMResult:
     z64 = torch.zeros(num_classes, dtype=torch.float64, device=device)
     z = torch.zeros(0, device=device)
     return OSIMResult(
@@ -387,6 +457,7 @@ def _empty_result(num_classes: int, device: torch.device, ratio: float, content_
         count=z64.clone(),
         ratio=ratio,
         content_size=content_size,
+        class_names=class_names,
     )
 
 
@@ -402,15 +473,18 @@ def _osim(
     weights_path: str | os.PathLike | None,
     model: YOLOX | None,
     warn: bool,
+    num_classes: int | None = None,
+    class_names: Sequence[str] | None = None,
 ) -> OSIMResult:
     _check_options(layer, saliency, conf_threshold, nms_threshold)
     p, t = _check_pair(preds, target)
-    yolox = _resolve_model(model, detector, weights_path, t.device)
+    yolox = _resolve_model(model, detector, weights_path, t.device, num_classes)
     num_classes = yolox.num_classes
+    names = resolve_class_names(class_names, num_classes)
     if t.shape[0] == 0:
         if warn:
             _nothing_detected_warning(conf_threshold)
-        return _empty_result(num_classes, t.device, float("nan"), (0, 0))
+        return _empty_result(num_classes, t.device, float("nan"), (0, 0), names)
 
     S = yolox.input_size
     lb_ref = _letterbox_tensor(t, S, True)
@@ -425,7 +499,7 @@ def _osim(
     if sum(counts) == 0:
         if warn:
             _nothing_detected_warning(conf_threshold)
-        return _empty_result(num_classes, t.device, lb_ref.ratio, lb_ref.content_size)
+        return _empty_result(num_classes, t.device, lb_ref.ratio, lb_ref.content_size, names)
 
     with torch.no_grad():
         sal = _saliency_maps(_content_rgb(lb_ref), saliency)
@@ -455,6 +529,7 @@ def _osim(
         count=count,
         ratio=lb_ref.ratio,
         content_size=lb_ref.content_size,
+        class_names=names,
     )
 
 
@@ -469,6 +544,8 @@ def osim(
     saliency: str | SaliencyFn = "gbvs",
     weights_path: str | os.PathLike | None = None,
     model: YOLOX | None = None,
+    num_classes: int | None = None,
+    class_names: Sequence[str] | None = None,
 ) -> OSIMResult:
     """Scene OSIM of test images (renders) against their references; the B pairs are the views of one scene.
 
@@ -484,6 +561,10 @@ def osim(
         weights_path: YOLOX checkpoint file or folder (``None``: the scenemetrics cache).
         model: a :class:`~scenemetrics.osim.yolox.YOLOX` to use instead of loading ``detector`` (on the images'
             device).
+        num_classes: head size of the detector; ``None`` reads it from the checkpoint (80 for the official COCO
+            files; a YOLOX fine-tuned on your own classes loads as it is). A different value raises.
+        class_names: one name per class, in head order, used by the per-class outputs (``None``: the COCO names
+            for an 80-class head, the class indices as text otherwise).
 
     Returns:
         An :class:`OSIMResult`. With no detection the score is NaN and a ``UserWarning`` is emitted.
@@ -514,4 +595,6 @@ def osim(
             weights_path=weights_path,
             model=model,
             warn=True,
+            num_classes=num_classes,
+            class_names=class_names,
         )

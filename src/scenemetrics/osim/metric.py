@@ -8,7 +8,7 @@ The state is three fixed-size per-class sums (``r_sum``, ``s_sum``, ``count``, e
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -22,8 +22,10 @@ from scenemetrics.osim.functional import (
     _check_pair,
     _detector_on,
     _osim,
+    check_model_classes,
     class_name,
     load_detector,
+    resolve_class_names,
     scene_score,
 )
 from scenemetrics.osim.yolox import YOLOX
@@ -42,6 +44,10 @@ class OSIM(Metric):
         saliency: ``"gbvs"``, ``"uniform"`` or a callable (see :func:`scenemetrics.osim.osim`).
         weights_path: YOLOX checkpoint file or folder (``None``: the scenemetrics cache, downloading on first use).
         model: a :class:`~scenemetrics.osim.yolox.YOLOX` to use instead of loading ``detector``.
+        num_classes: head size of the detector; ``None`` reads it from the checkpoint (80 for the official COCO
+            files; a YOLOX fine-tuned on your own classes loads as it is). A different value raises ``ValueError``.
+        class_names: one name per class in head order, the keys of :meth:`class_scores` (``None``: the COCO
+            names for an 80-class head, the class indices as text otherwise).
         kwargs: torchmetrics ``Metric`` options (``dist_sync_on_step``, ``sync_on_compute``, ...).
 
     Attributes:
@@ -82,17 +88,22 @@ class OSIM(Metric):
         weights_path: str | os.PathLike | None = None,
         *,
         model: YOLOX | None = None,
+        num_classes: int | None = None,
+        class_names: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         _check_options(layer, saliency, conf_threshold, nms_threshold)
         if model is not None and not isinstance(model, YOLOX):
             raise ValueError(f"`model` must be a scenemetrics.osim.YOLOX or None; received {type(model).__name__}")
-        yolox = model if model is not None else load_detector(detector, weights_path)
+        if model is not None:
+            check_model_classes(model, num_classes)
+        yolox = model if model is not None else load_detector(detector, weights_path, num_classes=num_classes)
+        self.class_names = resolve_class_names(class_names, yolox.num_classes)
         yolox.eval().requires_grad_(False)
         # a plain attribute, not a submodule: the detector stays out of state_dict() and parameters()
         object.__setattr__(self, "_detector", yolox)
-        self._cache_key = (detector, weights_path) if model is None else None
+        self._cache_key = (detector, weights_path, num_classes) if model is None else None
         self.detector = yolox.variant
         self.layer = layer
         self.conf_threshold = float(conf_threshold)
@@ -139,6 +150,7 @@ class OSIM(Metric):
                 weights_path=None,
                 model=self._detector,
                 warn=False,
+                class_names=self.class_names,
             )
         self.last_result = result
         self._class_scores = None
@@ -154,10 +166,10 @@ class OSIM(Metric):
 
     def _per_class(self) -> dict[str, float]:
         seen = torch.nonzero(self.count > 0).flatten().tolist()
-        return {class_name(c): float(self.r_sum[c] / self.count[c]) for c in seen}
+        return {class_name(c, self.class_names): float(self.r_sum[c] / self.count[c]) for c in seen}
 
     def class_scores(self) -> dict[str, float]:
-        """``o_l`` (mean ``r_ij``) per detected class, keyed by COCO class name.
+        """``o_l`` (mean ``r_ij``) per detected class, keyed by class name (``class_names``, default COCO).
 
         After ``compute()`` (and until the next ``update``/``reset``) these are the values of the whole scene,
         synced across processes like the score; otherwise they come from this process's states.

@@ -42,6 +42,7 @@ __all__ = [
     "Letterbox",
     "YOLOXOutput",
     "decode_outputs",
+    "infer_variant",
     "letterbox",
     "normalize_variant",
     "postprocess",
@@ -94,6 +95,37 @@ def normalize_variant(variant: str) -> str:
     if name not in _CONFIGS:
         raise ValueError(f"unknown YOLOX variant {variant!r}; expected one of {', '.join(YOLOX_VARIANTS)}")
     return name
+
+
+def _check_num_classes(num_classes: int) -> int:
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
+        raise ValueError(
+            f"`num_classes` must be a positive int (or None: read it from the checkpoint); received {num_classes!r}"
+        )
+    return num_classes
+
+
+def infer_variant(state: Mapping[str, Tensor]) -> str | None:
+    """The YOLOX variant a state_dict was made for, from its tensor shapes (``None`` if it fits none).
+
+    The stem's output channels give the width (``int(64 * width)``: 16, 24, 32, 48, 64, 80), the number of
+    bottlenecks in ``dark2`` the depth (``max(round(3 * depth), 1)``), and ``dconv`` keys the depthwise nano.
+
+    Example:
+        >>> infer_variant(YOLOX("yolox_tiny").state_dict())
+        'yolox_tiny'
+    """
+    stem = state.get("backbone.backbone.stem.conv.conv.weight")
+    if not isinstance(stem, Tensor) or stem.ndim != 4:
+        return None
+    base = int(stem.shape[0])
+    prefix = "backbone.backbone.dark2.1.m."
+    depth = len({k[len(prefix) :].split(".", 1)[0] for k in state if k.startswith(prefix)})
+    depthwise = any(".dconv." in k for k in state)
+    for name, (d, w, dw, _) in _CONFIGS.items():
+        if int(64 * w) == base and max(round(3 * d), 1) == depth and dw == depthwise:
+            return name
+    return None
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -524,7 +556,7 @@ class YOLOX(nn.Module):
         depth, width, depthwise, size = _CONFIGS[self.variant]
         self.depth, self.width, self.depthwise = depth, width, depthwise
         self.input_size = size
-        self.num_classes = int(num_classes)
+        self.num_classes = _check_num_classes(num_classes)
         self.strides: tuple[int, ...] = (8, 16, 32)
         self.backbone = YOLOPAFPN(depth, width, depthwise)
         self.head = YOLOXHead(self.num_classes, width, depthwise)
@@ -537,14 +569,21 @@ class YOLOX(nn.Module):
         variant: str = "yolox_x",
         weights_path: str | os.PathLike | None = None,
         *,
+        num_classes: int | None = None,
         device: str | torch.device | None = None,
     ) -> YOLOX:
-        """Load a Megvii release checkpoint strictly.
+        """Load a checkpoint in the Megvii release layout strictly (the official files, or your own fine-tuned one).
+
+        The file is read with ``torch.load(..., weights_only=True)``; it holds ``{"model": state_dict, ...}`` (the
+        release and training-checkpoint layout) or a bare state_dict. The head size is read from the checkpoint
+        (``head.cls_preds.0.weight``), so a YOLOX trained on your own classes loads as it is.
 
         Args:
             variant: one of :data:`YOLOX_VARIANTS`.
             weights_path: the checkpoint file, or a folder holding ``<variant>.pth``; ``None`` uses the cache
                 ``$SCENEMETRICS_HOME/osim/<variant>.pth`` (downloading the 0.1.1rc0 release on first use).
+            num_classes: number of classes of the head; ``None`` reads it from the checkpoint (80 for the official
+                COCO files). A value that differs from the checkpoint is an error.
             device: where to put the model (default CPU).
 
         Returns:
@@ -552,30 +591,45 @@ class YOLOX(nn.Module):
 
         Raises:
             scenemetrics.hub.WeightsNotFoundError: no file (offline, or the download failed).
-            ValueError: the file is not a torch checkpoint, or its keys/shapes do not match the variant.
+            ValueError: the file is not a torch checkpoint, needs the unsafe unpickler (the message gives the
+                command to re-save it safely), is a checkpoint of another YOLOX variant (the message names it),
+                has another head size than ``num_classes``, or its keys/shapes do not match the variant.
 
         Example:
             >>> import tempfile, os
-            >>> path = random_checkpoint("yolox_nano", os.path.join(tempfile.mkdtemp(), "n.pth"), calibrate=False)
-            >>> YOLOX.from_official("yolox_nano", weights_path=path).training
-            False
+            >>> path = random_checkpoint("yolox_nano", os.path.join(tempfile.mkdtemp(), "n.pth"), num_classes=3,
+            ...                          calibrate=False)
+            >>> model = YOLOX.from_official("yolox_nano", weights_path=path)
+            >>> model.training, model.num_classes
+            (False, 3)
         """
         name = normalize_variant(variant)
+        if num_classes is not None:
+            num_classes = _check_num_classes(num_classes)
         path = hub.resolve_weights(f"osim/{name}", weights_path)
-        try:
-            ckpt = hub.load_torch_checkpoint(path, unsafe_fallback=True)
-        except ValueError:
-            raise
-        except Exception as err:  # the unsafe retry of a file that is no checkpoint at all
-            raise ValueError(f"could not read checkpoint {os.fspath(path)!r}: {type(err).__name__}: {err}") from err
+        source = os.fspath(path)
+        ckpt = hub.load_torch_checkpoint(path)
         state = ckpt["model"] if isinstance(ckpt, Mapping) and "model" in ckpt else ckpt
         if not isinstance(state, Mapping) or not all(isinstance(v, Tensor) for v in state.values()):
             raise ValueError(
-                f"{os.fspath(path)!r} is not a YOLOX checkpoint: expected {{'model': state_dict, ...}} or a bare "
+                f"{source!r} is not a YOLOX checkpoint: expected {{'model': state_dict, ...}} or a bare "
                 "state_dict of tensors"
             )
-        model = cls(name)
-        model.load_official_state_dict(state, source=os.fspath(path))
+        found = infer_variant(state)
+        if found is not None and found != name:
+            raise ValueError(
+                f"{source!r} is a {found} checkpoint, not {name} (inferred from its tensor shapes): load it with "
+                f'detector="{found}" (CLI: --detector {found}) or YOLOX.from_official("{found}", ...)'
+            )
+        head = state.get("head.cls_preds.0.weight")
+        in_file = int(head.shape[0]) if isinstance(head, Tensor) and head.ndim >= 1 else None
+        if num_classes is not None and in_file is not None and num_classes != in_file:
+            raise ValueError(
+                f"num_classes={num_classes} was asked for, but the head of {source!r} has {in_file} classes "
+                f"(head.cls_preds.0.weight is {tuple(head.shape)}); pass num_classes={in_file} or None"
+            )
+        model = cls(name, num_classes=num_classes or in_file or len(COCO_CLASSES))
+        model.load_official_state_dict(state, source=source)
         model.eval().requires_grad_(False)
         if device is not None:
             model.to(device)
@@ -795,6 +849,7 @@ def random_checkpoint(
     *,
     calibrate: bool = True,
     calib_size: int = 256,
+    num_classes: int = 80,
 ) -> Path:
     """Write a random-weight checkpoint in the Megvii release layout ``{"model": state_dict, "start_epoch": 0}``.
 
@@ -812,6 +867,8 @@ def random_checkpoint(
         calibrate: run the BatchNorm/objectness calibration (skip it when only the layout matters, e.g. to test
             strict loading of yolox_x cheaply).
         calib_size: canvas side of the calibration pass (multiple of 32).
+        num_classes: head size (80 as the COCO release; another value makes a checkpoint like a YOLOX fine-tuned
+            on your own classes).
 
     Returns:
         ``path`` as a :class:`~pathlib.Path`.
@@ -824,7 +881,7 @@ def random_checkpoint(
     """
     _check_input_size(calib_size)
     g = torch.Generator().manual_seed(int(seed))
-    model = YOLOX(variant)
+    model = YOLOX(variant, num_classes=num_classes)
     _randomize(model, g, calibrate, calib_size, int(seed))
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)

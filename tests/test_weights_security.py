@@ -1,0 +1,172 @@
+"""A checkpoint whose pickle runs code never runs it, whichever way it reaches a loader; cache tampering is caught.
+
+The payload is a pickled object whose ``__reduce__`` creates a marker file when unpickled. A control load with the
+full unpickler proves the payload is live; every public weight path must then refuse the file without the marker
+appearing.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from scenemetrics import hub
+from scenemetrics.osim.yolox import YOLOX, random_checkpoint
+
+
+class Payload:
+    """Unpickling this calls ``open(marker, "w")``: a stand-in for ``os.system`` that leaves evidence."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def trojan(path: Path, state: dict, marker: Path, *, wrap: bool = True) -> Path:
+    """Valid weights in the official layout plus the payload (as old training checkpoints carry ``args``)."""
+    content = {"model": state, "start_epoch": 1, "args": Payload(marker)} if wrap else {**state, "x": Payload(marker)}
+    torch.save(content, path)
+    return path
+
+
+@pytest.fixture
+def marker(tmp_path) -> Path:
+    return tmp_path / "PWNED"
+
+
+@pytest.fixture
+def nano_trojan(tmp_path, marker) -> Path:
+    (tmp_path / "src").mkdir()
+    path = trojan(tmp_path / "src" / "yolox_nano.pth", YOLOX("yolox_nano").state_dict(), marker)
+    # control: the full unpickler does run the payload, so the assertions below can fail
+    control = tmp_path / "control"
+    control.mkdir()
+    probe = trojan(control / "probe.pth", {"w": torch.zeros(1)}, control / "ran")
+    torch.load(probe, weights_only=False)
+    assert (control / "ran").exists()
+    assert not marker.exists()
+    return path
+
+
+def assert_refused(err: BaseException, path: Path) -> None:
+    message = str(err)
+    assert str(path) in message
+    assert "scenemetrics weights convert" in message and "--i-trust-this-file" in message
+
+
+def test_yolox_weights_path_refuses_the_payload(nano_trojan, marker):
+    with pytest.raises(ValueError) as info:
+        YOLOX.from_official("yolox_nano", weights_path=nano_trojan)
+    assert_refused(info.value, nano_trojan)
+    with pytest.raises(ValueError):  # a folder holding <variant>.pth
+        YOLOX.from_official("yolox_nano", weights_path=nano_trojan.parent)
+    assert not marker.exists()
+
+
+def test_osim_metric_loss_and_functional_refuse_the_payload(nano_trojan, marker):
+    import scenemetrics as sm
+    from scenemetrics.osim import osim
+    from scenemetrics.osim.functional import clear_detector_cache
+
+    clear_detector_cache()
+    x = torch.rand(1, 3, 32, 32)
+    for build in (
+        lambda: sm.OSIM(detector="yolox_nano", weights_path=nano_trojan),
+        lambda: sm.losses.OSIMLoss(detector="yolox_nano", weights_path=nano_trojan),
+        lambda: osim(x, x, detector="yolox_nano", weights_path=nano_trojan),
+    ):
+        with pytest.raises(ValueError, match="weights convert"):
+            build()
+    assert not marker.exists()
+
+
+def test_cached_file_refuses_the_payload_on_every_load(nano_trojan, marker, monkeypatch, caplog):
+    cached = hub.cache_dir("osim") / "yolox_nano.pth"
+    cached.parent.mkdir(parents=True)
+    shutil.copyfile(nano_trojan, cached)
+    monkeypatch.setenv("SCENEMETRICS_OFFLINE", "1")
+    for _ in range(2):  # the bad file stays in the cache and is refused again, offline too
+        with pytest.raises(ValueError) as info:
+            YOLOX.from_official("yolox_nano")
+        assert_refused(info.value, cached)
+    assert not marker.exists()
+
+
+def test_simulated_download_refuses_the_payload(nano_trojan, marker, monkeypatch):
+    calls = []
+
+    def fake_download(url, dst, progress=True):
+        calls.append(url)
+        shutil.copyfile(nano_trojan, dst)
+
+    monkeypatch.setattr(hub, "_download", fake_download)
+    with pytest.raises(ValueError) as info:
+        YOLOX.from_official("yolox_nano")
+    cached = hub.cache_dir("osim") / "yolox_nano.pth"
+    assert_refused(info.value, cached)
+    assert calls == [hub.CHECKPOINTS["osim/yolox_nano"].url]
+    # no published hash: the download's sha256 was recorded, so a later swap of the file would be caught
+    assert hub.read_sidecar(cached) == hub.file_hash(nano_trojan)
+    assert not marker.exists()
+
+
+def test_puzzlesim_paths_refuse_the_payload(tmp_path, marker, monkeypatch):
+    from scenemetrics.puzzlesim import load_backbone
+    from scenemetrics.puzzlesim import random_checkpoint as tv_random
+
+    good = torch.load(tv_random("squeezenet1_1", tmp_path / "sq.pth", include_classifier=False), weights_only=True)
+    bad = trojan(tmp_path / "squeezenet1_1-b8a52dc0.pth", good, marker, wrap=False)
+    with pytest.raises(ValueError) as info:
+        load_backbone("squeezenet1_1", weights_path=bad)
+    assert_refused(info.value, bad)
+    # a download of it fails the published hash and is never loaded nor cached
+    monkeypatch.setattr(hub, "_download", lambda url, dst, progress=True: shutil.copyfile(bad, dst))
+    with pytest.raises(hub.WeightsNotFoundError, match="sha256"):
+        load_backbone("squeezenet1_1")
+    assert not (hub.cache_dir("puzzlesim") / "squeezenet1_1-b8a52dc0.pth").exists()
+    assert not marker.exists()
+
+
+def test_other_loaders_refuse_the_payload(tmp_path, marker):
+    """LPIPS backbones (evaluation), the PRISM pickled projection and the LaMa TorchScript path."""
+    from scenemetrics.evaluation.registry import lpips_checkpoint
+    from scenemetrics.inpainting.inpainters import LaMaInpainter
+
+    bad = trojan(tmp_path / "alexnet.pth", {"features.0.weight": torch.zeros(1)}, marker, wrap=False)
+    with pytest.raises(ValueError, match="alexnet"):
+        lpips_checkpoint("alex", bad, tmp_path / "work")
+    lama = trojan(tmp_path / "big-lama.pt", {"w": torch.zeros(1)}, marker)
+    with pytest.raises(ValueError, match="big-lama"):
+        LaMaInpainter(weights_path=lama).load()
+    try:
+        from scenemetrics.prism.zero123 import load_projection
+    except ImportError:  # pragma: no cover - the [prism] extra is part of the test install
+        pytest.skip("prism extra missing")
+    proj = tmp_path / "z123" / "cc_projection"
+    proj.mkdir(parents=True)
+    trojan(proj / "diffusion_pytorch_model.bin", {"projection.weight": torch.zeros(2, 2)}, marker, wrap=False)
+    with pytest.raises(ValueError, match="weights convert"):
+        load_projection(tmp_path / "z123", "cc_projection")
+    assert not marker.exists()
+
+
+def test_cache_tampering_is_detected(tmp_path, monkeypatch):
+    """A download without published hash is recorded; replacing the cached file afterwards is an error."""
+    src = random_checkpoint("yolox_nano", tmp_path / "yolox_nano.pth", calibrate=False)
+    monkeypatch.setattr(hub, "_download", lambda url, dst, progress=True: shutil.copyfile(src, dst))
+    YOLOX.from_official("yolox_nano")
+    cached = hub.cache_dir("osim") / "yolox_nano.pth"
+    recorded = hub.read_sidecar(cached)
+    assert recorded == hub.file_hash(src)
+    YOLOX.from_official("yolox_nano")  # unchanged: loads
+    other = random_checkpoint("yolox_nano", tmp_path / "other.pth", seed=5, calibrate=False)
+    shutil.copyfile(other, cached)  # a valid checkpoint, but not the one that was downloaded
+    with pytest.raises(hub.ChecksumError) as info:
+        YOLOX.from_official("yolox_nano")
+    message = str(info.value)
+    assert recorded in message and hub.file_hash(other) in message and str(cached) in message
