@@ -76,8 +76,9 @@ def check_images(
         history when the input has it.
 
     Raises:
-        ValueError: wrong ndim, channels, dtype, non-finite values, values outside [0, 1], or a side below
-            ``min_size``. The message names ``name``, the expectation and what was received.
+        ValueError: wrong ndim, channels, dtype, non-finite values, values outside [0, 1], a side below
+            ``min_size``, or a tensor on the meta device (no data). The message names ``name``, the expectation
+            and what was received.
         ImageTypeError: ``images`` is not a tensor (a ``TypeError`` and a ``ValueError``).
 
     Example:
@@ -89,6 +90,8 @@ def check_images(
         raise ImageTypeError(
             f"`{name}` must be a torch.Tensor of shape (B, 3, H, W) or (3, H, W); received {type(images).__name__}"
         )
+    if images.device.type == "meta":
+        raise ValueError(f"`{name}` is on the meta device (it holds no data); pass a tensor on the CPU or a GPU")
     if images.ndim == 3:
         images = images.unsqueeze(0)
     if images.ndim != 4:

@@ -390,6 +390,13 @@ def _check_options(layer: str, saliency: str | SaliencyFn, conf_threshold: float
     for name, v in (("conf_threshold", conf_threshold), ("nms_threshold", nms_threshold)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
             raise ValueError(f"`{name}` must be a number; received {v!r}")
+    # detection scores lie in [0, 1]: a conf_threshold above 1 keeps no detection (the empty-scene result)
+    if not 0.0 <= conf_threshold < math.inf:
+        raise ValueError(
+            f"`conf_threshold` must be a finite number >= 0 (scores lie in [0, 1]); received {conf_threshold!r}"
+        )
+    if not 0.0 < nms_threshold <= 1.0:
+        raise ValueError(f"`nms_threshold` must be an IoU in (0, 1]; received {nms_threshold!r}")
 
 
 def _check_pair(preds: Tensor, target: Tensor, *, check_range: bool = True) -> tuple[Tensor, Tensor]:

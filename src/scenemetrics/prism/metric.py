@@ -226,9 +226,16 @@ class PRISMMMD(_FrozenHelpers):
     # ---- generated embeddings ------------------------------------------------------------------------------------
 
     def _check_embeddings(self, emb: Tensor, name: str) -> Tensor:
-        if not isinstance(emb, Tensor) or emb.ndim != 2 or not emb.is_floating_point():
-            shape = tuple(emb.shape) if isinstance(emb, Tensor) else type(emb).__name__
-            raise ValueError(f"`{name}` must be a floating (B, E) tensor of embeddings; received {shape}")
+        if not isinstance(emb, Tensor):
+            raise ValueError(f"`{name}` must be a floating (B, E) tensor of embeddings; received {type(emb).__name__}")
+        if emb.ndim != 2:
+            raise ValueError(
+                f"`{name}` must be a floating (B, E) tensor of embeddings; received shape {tuple(emb.shape)}"
+            )
+        if not emb.is_floating_point():
+            raise ValueError(f"`{name}` must be a floating (B, E) tensor of embeddings; received dtype {emb.dtype}")
+        if emb.device.type == "meta":
+            raise ValueError(f"`{name}` is on the meta device (it holds no data); pass a tensor on the CPU or a GPU")
         if emb.numel() and not bool(torch.isfinite(emb).all()):
             raise ValueError(f"`{name}` contains NaN or infinite values")
         ref = self.anchors if self.anchors is not None else (self.embeddings[0] if self.embeddings else None)

@@ -21,7 +21,14 @@ import numpy as np
 import torch
 from torchmetrics import Metric
 
-from scenemetrics.wireframe.metrics import METRIC_NAMES, ScalarMetric, make_metric, metric_option_names
+from scenemetrics.wireframe.metrics import (
+    METRIC_NAMES,
+    ScalarMetric,
+    _nonneg,
+    _positive,
+    make_metric,
+    metric_option_names,
+)
 from scenemetrics.wireframe.types import PRF, Wireframe, as_wireframe
 
 __all__ = ["DEFAULT_METRICS", "WireframeMetrics"]
@@ -72,8 +79,10 @@ class WireframeMetrics(Metric):
     * ``average="micro"``: P/R/F1 from the summed ``tp``/``n_pred``/``n_gt`` (Building3D convention); other metrics
       stay macro.
 
-    ``compute()`` before any update returns NaN per metric (and torchmetrics' warning). ``last_values`` holds the
-    per-house values of the last ``update`` (an output, not a state).
+    ``compute()`` before any update returns NaN per metric with a ``UserWarning``. ``last_values`` holds the
+    per-house values of the last ``update`` (an output, not a state). Every option (``threshold``, ``radius``,
+    ``metric_options``) is checked when the metric is built: a bad value raises ``ValueError`` there, not at the
+    first ``update``.
 
     Args:
         metrics: registry names.
@@ -125,6 +134,11 @@ class WireframeMetrics(Metric):
         stray = sorted(set(options) - set(names))
         if stray:
             raise ValueError(f"metric_options names metrics that are not requested: {stray}.")
+        # checked even when no requested metric uses them: a negative or non-finite distance is always a mistake
+        if threshold is not None:
+            _nonneg(threshold, "threshold")
+        if radius is not None:
+            _positive(radius, "radius")
         self.metric_names = names
         self.average = average
         self.threshold, self.radius = threshold, radius
@@ -136,12 +150,17 @@ class WireframeMetrics(Metric):
                 if key in accepted and val is not None:
                     opts[key] = val
             opts.update(options.get(name, {}))
+            # every registry function taking threshold / radius requires it (it is in the data's unit)
+            missing = [key for key in ("threshold", "radius") if key in accepted and opts.get(key) is None]
+            if missing:
+                raise ValueError(
+                    f"WireframeMetrics: metric {name!r} needs the option {' and '.join(missing)}; pass "
+                    f"{', '.join(f'{k}=' for k in missing)} to WireframeMetrics (e.g. 0.5 for metres)."
+                )
             try:
                 self._metrics[name] = make_metric(name, **opts)
-            except ValueError as err:  # a missing threshold/radius: say which constructor argument to pass
-                raise ValueError(
-                    f"WireframeMetrics: {err} Pass threshold= / radius= to WireframeMetrics (e.g. 0.5 for metres)."
-                ) from None
+            except (ValueError, TypeError) as err:
+                raise type(err)(f"WireframeMetrics: metric {name!r}: {err}") from None
         self._groups: dict[tuple, list[str]] = {}
         for name, m in self._metrics.items():
             self._groups.setdefault(m.group_key, []).append(name)
@@ -210,6 +229,8 @@ class WireframeMetrics(Metric):
         """``name -> 0-dim float64 tensor`` (NaN for a metric with no finite value)."""
         out: dict[str, torch.Tensor] = {}
         skipped: dict[str, int] = {}
+        if self._update_count == 0 and all(float(getattr(self, f"count_{n}")) == 0 for n in self.metric_names):
+            warnings.warn("WireframeMetrics.compute() before any house was added; returning NaN", stacklevel=2)
         for name in self.metric_names:
             count = float(getattr(self, f"count_{name}"))
             n_nan = int(getattr(self, f"nan_{name}"))

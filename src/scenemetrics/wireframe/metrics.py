@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import warnings
@@ -211,9 +212,13 @@ def segment_hausdorff_matrix(
     return _segment_hausdorff(p, g, samples)
 
 
-def _segment_hausdorff(p: Wireframe, g: Wireframe, samples: int | None) -> np.ndarray:
+def _check_samples(samples: Any) -> None:
     if samples is not None and (isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 2):
         raise ValueError(f"hausdorff_samples must be None (exact) or an integer >= 2, got {samples!r}.")
+
+
+def _segment_hausdorff(p: Wireframe, g: Wireframe, samples: int | None) -> np.ndarray:
+    _check_samples(samples)
     mp, mg = len(p.edges), len(g.edges)
     if mp == 0 or mg == 0:
         return np.zeros((mp, mg))
@@ -240,6 +245,79 @@ def _segment_hausdorff(p: Wireframe, g: Wireframe, samples: int | None) -> np.nd
     return out
 
 
+# --------------------------------------------------------------------------------------------------- options
+# One checker per metric function, used by the function itself and by make_metric (so that a metric object, and
+# WireframeMetrics, reject bad options when they are built rather than at their first house).
+
+
+def _check_corner_options(threshold: Any) -> float:
+    return _nonneg(threshold, "threshold")
+
+
+def _check_edge_options(threshold: Any, matching: Any = "hausdorff", hausdorff_samples: Any = None) -> float:
+    if matching not in ("hausdorff", "endpoint"):
+        raise ValueError(f"matching must be 'hausdorff' or 'endpoint', got {matching!r}.")
+    _check_samples(hausdorff_samples)
+    if matching != "hausdorff" and hausdorff_samples is not None:
+        raise ValueError("hausdorff_samples only applies to matching='hausdorff'.")
+    return _nonneg(threshold, "threshold")
+
+
+def _check_wed_options(
+    variant: Any = "corrected",
+    cv_ins: Any = -0.5,
+    cv_del: Any = -0.25,
+    ce: Any = 1.0,
+    normalized: Any = True,
+    preregister: Any = None,
+) -> None:
+    if variant not in WED_VARIANTS:
+        raise ValueError(f"variant must be one of {WED_VARIANTS}, got {variant!r}.")
+    for arg, val in (("cv_ins", cv_ins), ("cv_del", cv_del), ("ce", ce)):
+        if isinstance(val, bool) or not isinstance(val, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{arg} must be a number, got {type(val).__name__}.")
+        if not math.isfinite(val):
+            raise ValueError(f"{arg} must be a finite number, got {val!r}.")
+    if variant == "ap" and (cv_ins != -0.5 or cv_del != -0.25):
+        raise ValueError("variant='ap' has no vertex insertion/deletion cost; leave cv_ins and cv_del at defaults.")
+
+
+def _check_spectral_options(p: Any = 2, padding: Any = "zeros") -> None:
+    if p not in (1, 2) or isinstance(p, bool):
+        raise ValueError(f"p must be 1 or 2, got {p!r}.")
+    if padding not in ("zeros", "empirical"):
+        raise ValueError(f"padding must be 'zeros' or 'empirical', got {padding!r}.")
+
+
+def _check_iou_options(radius: Any, mode: Any = "voxel", resolution: Any = 4) -> float:
+    if mode not in ("voxel", "hss2025"):
+        raise ValueError(f"mode must be 'voxel' or 'hss2025', got {mode!r}.")
+    if isinstance(resolution, bool) or not isinstance(resolution, (int, np.integer)) or resolution < 1:
+        raise ValueError(f"resolution must be an integer >= 1, got {resolution!r}.")
+    return _positive(radius, "radius")
+
+
+def _check_hss_options(vert_thresh: Any = 0.5, edge_thresh: Any = 0.5, iou_mode: Any = "hss2025") -> None:
+    _nonneg(vert_thresh, "vert_thresh")
+    _check_iou_options(edge_thresh, iou_mode)
+
+
+def _check_sampling(spacing: Any = None, points_per_wireframe: Any = 1000) -> float | None:
+    if isinstance(points_per_wireframe, bool) or not isinstance(points_per_wireframe, (int, np.integer)):
+        raise ValueError(f"points_per_wireframe must be an integer >= 1, got {points_per_wireframe!r}.")
+    if points_per_wireframe < 1:
+        raise ValueError(f"points_per_wireframe must be an integer >= 1, got {points_per_wireframe!r}.")
+    return None if spacing is None else _positive(spacing, "spacing")
+
+
+def _check_chamfer_options(
+    spacing: Any = None, points_per_wireframe: Any = 1000, squared: Any = False, direction: Any = "symmetric"
+) -> None:
+    _check_sampling(spacing, points_per_wireframe)
+    if direction not in ("symmetric", "pred_to_gt", "gt_to_pred"):
+        raise ValueError(f"direction must be 'symmetric', 'pred_to_gt' or 'gt_to_pred', got {direction!r}.")
+
+
 # --------------------------------------------------------------------------------------------------- corners
 
 
@@ -264,7 +342,7 @@ def corner_prf(pred_vertices: Any, gt_vertices: Any, threshold: float) -> PRF:
     """
     p = validate_vertices(pred_vertices, arg="pred_vertices")
     g = _gt_vertices(gt_vertices)
-    t = _nonneg(threshold, "threshold")
+    t = _check_corner_options(threshold)
     r, _, _ = _corner_pairs(p, g, t)
     return _prf(len(r), len(p), len(g))
 
@@ -289,7 +367,7 @@ def corner_offset(pred_vertices: Any, gt_vertices: Any, threshold: float) -> flo
     """
     p = validate_vertices(pred_vertices, arg="pred_vertices")
     g = _gt_vertices(gt_vertices)
-    t = _nonneg(threshold, "threshold")
+    t = _check_corner_options(threshold)
     _, _, dist = _corner_pairs(p, g, t)
     if len(dist) == 0:
         warnings.warn("corner_offset: no true-positive corner within the threshold; returning nan.", stacklevel=2)
@@ -337,10 +415,8 @@ def edge_prf(
         >>> edge_prf(v, [[0, 1]], v, [[0, 1], [1, 2]], threshold=0.1)
         PRF(precision=1.0, recall=0.5, f1=0.6666666666666666, tp=1, n_pred=1, n_gt=2)
     """
-    if matching not in ("hausdorff", "endpoint"):
-        raise ValueError(f"matching must be 'hausdorff' or 'endpoint', got {matching!r}.")
+    t = _check_edge_options(threshold, matching, hausdorff_samples)
     p, g = _pair(pred_vertices, pred_edges, gt_vertices, gt_edges)
-    t = _nonneg(threshold, "threshold")
     mp, mg = len(p.edges), len(g.edges)
     if matching == "hausdorff":
         d = _segment_hausdorff(p, g, hausdorff_samples)
@@ -348,8 +424,6 @@ def edge_prf(
             return _prf(0, 0, mg)
         r, c = linear_sum_assignment(d)
         return _prf(int((d[r, c] <= t).sum()), mp, mg)
-    if hausdorff_samples is not None:
-        raise ValueError("hausdorff_samples only applies to matching='hausdorff'.")
     if mp == 0:
         return _prf(0, 0, mg)
     r, c, _ = _corner_pairs(p.vertices, g.vertices, t)
@@ -565,15 +639,7 @@ def wed(
         >>> wed(v, [[0, 1]], v, [[0, 1], [0, 2]])
         0.5
     """
-    if variant not in WED_VARIANTS:
-        raise ValueError(f"variant must be one of {WED_VARIANTS}, got {variant!r}.")
-    for arg, val in (("cv_ins", cv_ins), ("cv_del", cv_del), ("ce", ce)):
-        if isinstance(val, bool) or not isinstance(val, (int, float, np.integer, np.floating)):
-            raise TypeError(f"{arg} must be a number, got {type(val).__name__}.")
-        if not math.isfinite(val):
-            raise ValueError(f"{arg} must be a finite number, got {val!r}.")
-    if variant == "ap" and (cv_ins != -0.5 or cv_del != -0.25):
-        raise ValueError("variant='ap' has no vertex insertion/deletion cost; leave cv_ins and cv_del at defaults.")
+    _check_wed_options(variant, cv_ins, cv_del, ce)
     p, g = _pair(pred_vertices, pred_edges, gt_vertices, gt_edges)
     G = g.vertices
     g_len = _edge_lengths(G, g.edges)
@@ -673,10 +739,7 @@ def spectral_distance(
         ...                         [[0, 0, 0], [1, 0, 0], [3, 0, 0]], [[0, 1], [1, 2]], p=1), 6)
         1.333333
     """
-    if p not in (1, 2) or isinstance(p, bool):
-        raise ValueError(f"p must be 1 or 2, got {p!r}.")
-    if padding not in ("zeros", "empirical"):
-        raise ValueError(f"padding must be 'zeros' or 'empirical', got {padding!r}.")
+    _check_spectral_options(p, padding)
     pw, gw = _pair(pred_vertices, pred_edges, gt_vertices, gt_edges, need_gt_edges=False)
     a, b = _spectrum(pw), _spectrum(gw)
     if padding == "empirical":
@@ -812,11 +875,7 @@ def iou(
         >>> iou([[0, 0, 0], [1, 0, 0]], [[0, 1]], [[0, 0, 0], [1, 0, 0]], [[1, 0]], radius=0.1)
         1.0
     """
-    if mode not in ("voxel", "hss2025"):
-        raise ValueError(f"mode must be 'voxel' or 'hss2025', got {mode!r}.")
-    if isinstance(resolution, bool) or not isinstance(resolution, (int, np.integer)) or resolution < 1:
-        raise ValueError(f"resolution must be an integer >= 1, got {resolution!r}.")
-    rad = _positive(radius, "radius")
+    rad = _check_iou_options(radius, mode, resolution)
     p, g = _pair(pred_vertices, pred_edges, gt_vertices, gt_edges)
     if mode == "hss2025":
         from scenemetrics.wireframe.hss2025 import iou_hss2025
@@ -879,6 +938,7 @@ def hss(
         >>> hss(v, [[0, 1]], v, [[0, 1]], iou_mode="voxel")
         HSSResult(hss=1.0, f1=1.0, iou=1.0)
     """
+    _check_hss_options(vert_thresh, edge_thresh, iou_mode)
     p, g = _pair(pred_vertices, pred_edges, gt_vertices, gt_edges)
     f1 = float(np.clip(corner_prf(p.vertices, g.vertices, vert_thresh).f1, 0, 1))
     score_iou = float(np.clip(iou(p.vertices, p.edges, g.vertices, g.edges, edge_thresh, mode=iou_mode), 0, 1))
@@ -904,14 +964,6 @@ def _sample(wf: Wireframe, spacing: float | None, points_per_wireframe: int) -> 
     t = np.concatenate([np.linspace(0.0, 1.0, k) for k in n])[:, None]
     seg = np.repeat(np.arange(len(n)), n)
     return (1.0 - t) * a[seg] + t * b[seg]
-
-
-def _check_sampling(spacing: float | None, points_per_wireframe: int) -> float | None:
-    if isinstance(points_per_wireframe, bool) or not isinstance(points_per_wireframe, (int, np.integer)):
-        raise ValueError(f"points_per_wireframe must be an integer >= 1, got {points_per_wireframe!r}.")
-    if points_per_wireframe < 1:
-        raise ValueError(f"points_per_wireframe must be an integer >= 1, got {points_per_wireframe!r}.")
-    return None if spacing is None else _positive(spacing, "spacing")
 
 
 def sample_edges(
@@ -1031,8 +1083,7 @@ def chamfer_distance(
         >>> chamfer_distance([[0, 0, 0], [1, 0, 0]], [[0, 1]], [[0, 0.5, 0], [1, 0.5, 0]], [[0, 1]])
         0.5
     """
-    if direction not in ("symmetric", "pred_to_gt", "gt_to_pred"):
-        raise ValueError(f"direction must be 'symmetric', 'pred_to_gt' or 'gt_to_pred', got {direction!r}.")
+    _check_chamfer_options(spacing, points_per_wireframe, squared, direction)
     d = _sampled_distances(
         pred_vertices, pred_edges, gt_vertices, gt_edges, spacing, points_per_wireframe, "chamfer_distance"
     )
@@ -1050,23 +1101,29 @@ def chamfer_distance(
 
 
 class _Entry:
-    __slots__ = ("extract", "fixed", "func", "higher_is_better", "kind", "required")
+    __slots__ = ("check", "extract", "fixed", "func", "higher_is_better", "kind", "required")
 
     def __init__(
         self,
         func: Callable,
         kind: str,
         higher_is_better: bool,
+        check: Callable[..., Any],
         extract: Callable[[Any], float] = float,
         fixed: dict | None = None,
         required: tuple[str, ...] = (),
     ) -> None:
-        self.func, self.kind, self.higher_is_better = func, kind, higher_is_better
+        self.func, self.kind, self.higher_is_better, self.check = func, kind, higher_is_better, check
         self.extract, self.fixed, self.required = extract, fixed or {}, required
 
 
+def _field(result: Any, field: str) -> float:
+    return float(getattr(result, field))
+
+
 def _attr(field: str) -> Callable[[Any], float]:
-    return lambda result: float(getattr(result, field))
+    # a partial of a module-level function, not a lambda: metric objects holding it stay picklable
+    return functools.partial(_field, field=field)
 
 
 def _one_minus(value: float) -> float:
@@ -1075,25 +1132,29 @@ def _one_minus(value: float) -> float:
 
 # kind: "corner" = (pred_vertices, gt_vertices, ...); "wire" = (pv, pe, gv, ge, ...)
 _REGISTRY: dict[str, _Entry] = {
-    "corner_precision": _Entry(corner_prf, "corner", True, _attr("precision"), required=("threshold",)),
-    "corner_recall": _Entry(corner_prf, "corner", True, _attr("recall"), required=("threshold",)),
-    "corner_f1": _Entry(corner_prf, "corner", True, _attr("f1"), required=("threshold",)),
-    "corner_offset": _Entry(corner_offset, "corner", False, required=("threshold",)),
-    "edge_precision": _Entry(edge_prf, "wire", True, _attr("precision"), required=("threshold",)),
-    "edge_recall": _Entry(edge_prf, "wire", True, _attr("recall"), required=("threshold",)),
-    "edge_f1": _Entry(edge_prf, "wire", True, _attr("f1"), required=("threshold",)),
-    "wed": _Entry(wed, "wire", False, fixed={"variant": "corrected"}),
-    "wed_prereg": _Entry(wed, "wire", False, fixed={"variant": "s23dr2024"}),
-    "wed_mnn": _Entry(wed, "wire", False, fixed={"variant": "mnn"}),
-    "wed_nearest": _Entry(wed, "wire", False, fixed={"variant": "nearest"}),
-    "wed_ap": _Entry(wed, "wire", False, fixed={"variant": "ap"}),
-    "spectral_l1": _Entry(spectral_distance, "wire", False, fixed={"p": 1}),
-    "spectral_l2": _Entry(spectral_distance, "wire", False, fixed={"p": 2}),
-    "iou": _Entry(iou, "wire", True, required=("radius",)),
-    "jaccard_distance": _Entry(iou, "wire", False, _one_minus, required=("radius",)),
-    "hausdorff": _Entry(hausdorff_distance, "wire", False),
-    "chamfer": _Entry(chamfer_distance, "wire", False),
-    "hss": _Entry(hss, "wire", True, _attr("hss")),
+    "corner_precision": _Entry(
+        corner_prf, "corner", True, _check_corner_options, _attr("precision"), required=("threshold",)
+    ),
+    "corner_recall": _Entry(
+        corner_prf, "corner", True, _check_corner_options, _attr("recall"), required=("threshold",)
+    ),
+    "corner_f1": _Entry(corner_prf, "corner", True, _check_corner_options, _attr("f1"), required=("threshold",)),
+    "corner_offset": _Entry(corner_offset, "corner", False, _check_corner_options, required=("threshold",)),
+    "edge_precision": _Entry(edge_prf, "wire", True, _check_edge_options, _attr("precision"), required=("threshold",)),
+    "edge_recall": _Entry(edge_prf, "wire", True, _check_edge_options, _attr("recall"), required=("threshold",)),
+    "edge_f1": _Entry(edge_prf, "wire", True, _check_edge_options, _attr("f1"), required=("threshold",)),
+    "wed": _Entry(wed, "wire", False, _check_wed_options, fixed={"variant": "corrected"}),
+    "wed_prereg": _Entry(wed, "wire", False, _check_wed_options, fixed={"variant": "s23dr2024"}),
+    "wed_mnn": _Entry(wed, "wire", False, _check_wed_options, fixed={"variant": "mnn"}),
+    "wed_nearest": _Entry(wed, "wire", False, _check_wed_options, fixed={"variant": "nearest"}),
+    "wed_ap": _Entry(wed, "wire", False, _check_wed_options, fixed={"variant": "ap"}),
+    "spectral_l1": _Entry(spectral_distance, "wire", False, _check_spectral_options, fixed={"p": 1}),
+    "spectral_l2": _Entry(spectral_distance, "wire", False, _check_spectral_options, fixed={"p": 2}),
+    "iou": _Entry(iou, "wire", True, _check_iou_options, required=("radius",)),
+    "jaccard_distance": _Entry(iou, "wire", False, _check_iou_options, _one_minus, required=("radius",)),
+    "hausdorff": _Entry(hausdorff_distance, "wire", False, _check_sampling),
+    "chamfer": _Entry(chamfer_distance, "wire", False, _check_chamfer_options),
+    "hss": _Entry(hss, "wire", True, _check_hss_options, _attr("hss")),
 }
 
 METRIC_NAMES: tuple[str, ...] = tuple(_REGISTRY)
@@ -1167,6 +1228,10 @@ class ScalarMetric:
     def __call__(self, pred_vertices: Any, pred_edges: Any, gt_vertices: Any, gt_edges: Any) -> float:
         return self.extract(self.raw(pred_vertices, pred_edges, gt_vertices, gt_edges))
 
+    def __reduce__(self) -> tuple[Any, tuple[str, dict[str, Any]]]:
+        # pickled by name and options; the registry entry (functions) is looked up again when unpickled
+        return ScalarMetric, (self.name, self.options)
+
     def __repr__(self) -> str:
         opts = ", ".join(f"{k}={v!r}" for k, v in self.options.items())
         return f"ScalarMetric({self.name!r}{', ' if opts else ''}{opts})"
@@ -1187,7 +1252,8 @@ def make_metric(name: str, **options: Any) -> ScalarMetric:
         A :class:`ScalarMetric`.
 
     Raises:
-        ValueError: unknown name or missing required option.
+        ValueError: unknown name, missing required option, or an option value the metric rejects (e.g. a negative
+            ``threshold``): options are checked here, not at the first call.
         TypeError: an option the metric does not take.
 
     Example:
@@ -1205,6 +1271,7 @@ def make_metric(name: str, **options: Any) -> ScalarMetric:
     missing = [r for r in entry.required if options.get(r) is None]
     if missing:
         raise ValueError(f"metric {name!r} needs the option(s) {missing} (in the coordinates' unit; no default).")
+    entry.check(**entry.fixed, **options)
     return ScalarMetric(name, options)
 
 
