@@ -200,10 +200,8 @@ def announce(message: str, *, quiet: bool = False) -> None:
 def _deferred_warnings() -> Iterator[list[warnings.WarningMessage]]:
     """Collect the warnings of a command; :func:`main` prints each distinct one once, with a count, afterwards."""
     with warnings.catch_warnings(record=True) as caught:
-        if not sys.warnoptions:  # -W / PYTHONWARNINGS filters win; otherwise count every repeat
-            warnings.simplefilter("always")
-            warnings.filterwarnings("ignore", category=DeprecationWarning)
-            warnings.filterwarnings("ignore", category=PendingDeprecationWarning)
+        # appended: the filters already in place (-W, PYTHONWARNINGS, the caller's) still win; the rest is counted
+        warnings.simplefilter("always", append=True)
         yield caught
 
 
