@@ -205,14 +205,23 @@ def _deferred_warnings() -> Iterator[list[warnings.WarningMessage]]:
         yield caught
 
 
+_SHOWWARNING = warnings.showwarning  # Python's own printer: a caller (pytest, catch_warnings) replaces it
+
+
 def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
-    counts: dict[str, int] = {}
+    """Each distinct warning once, with a count: one ``scenemetrics: warning:`` line each on stderr, or, when the
+    caller records or redirects warnings (``warnings.catch_warnings``, pytest), raised again for it."""
+    groups: dict[tuple[type[Warning], str], list[warnings.WarningMessage]] = {}
     for w in caught:
         text = " ".join(line.strip() for line in str(w.message).splitlines() if line.strip())
-        label = f"{w.category.__name__}: {text}" if w.category is not UserWarning else text
-        counts[label] = counts.get(label, 0) + 1
-    for label, n in counts.items():
-        print(f"scenemetrics: warning: {label}" + (f" ({n} times)" if n > 1 else ""), file=sys.stderr)
+        groups.setdefault((w.category, text), []).append(w)
+    for (category, text), items in groups.items():
+        message = text + (f" ({len(items)} times)" if len(items) > 1 else "")
+        if warnings.showwarning is _SHOWWARNING:
+            label = "" if category is UserWarning else f"{category.__name__}: "
+            print(f"scenemetrics: warning: {label}{message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(message, category, items[0].filename, items[0].lineno)
 
 
 def _error_text(err: BaseException, args: argparse.Namespace) -> str:

@@ -969,7 +969,8 @@ def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
         for msg, units in unit_warnings.items():
             _print(f"warning: {msg} ({_units_text(units)})")
         for (name, reason), units in skipped.items():
-            warnings.warn(f"{name} skipped for {_units_text(units)}: {reason}", UserWarning, stacklevel=2)
+            where = ", ".join(units[:3]) + (f" and {len(units) - 3} more" if len(units) > 3 else "")
+            warnings.warn(f"{name} skipped for {len(units)} unit(s) ({where}): {reason}", UserWarning, stacklevel=2)
         summary.error_groups = [
             {"metric": name, "error": message, "units": units} for (name, message), units in errors.items()
         ]

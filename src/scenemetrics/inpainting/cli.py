@@ -137,6 +137,11 @@ def _run(args: argparse.Namespace) -> int:
     image = read_image(image_path).to(device)
     inpainter = build_inpainter(args, device)
 
+    _cli.announce(
+        f"inpainting {image_path.name} against {len(refs)} reference view{'' if len(refs) == 1 else 's'} "
+        f"({args.inpainter}; {args.n_candidates} candidate masks, at most {args.max_iters} rounds) ...",
+        quiet=args.quiet,
+    )
     result = puzzle_inpaint(
         image,
         refs,
