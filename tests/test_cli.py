@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from scenemetrics import viz
-from scenemetrics.cli import main
+from scenemetrics.cli import RANDOM_BANNER, main
 from scenemetrics.puzzlesim import puzzle_similarity_map, random_checkpoint
 
 
@@ -98,6 +100,8 @@ def test_puzzlesim_offline_without_weights_names_the_file(folders, tmp_path, mon
     err = capsys.readouterr().err
     assert "squeezenet1_1-b8a52dc0.pth" in err and "https://download.pytorch.org/models/" in err
     assert len(err.strip().splitlines()) == 1
+    # the command's flags, not the Python argument
+    assert "--weights PATH" in err and "--random-weights" in err and "weights_path" not in err
 
 
 def test_debug_prints_traceback(tmp_path, monkeypatch, capsys):
@@ -121,3 +125,59 @@ def test_module_entry_point_runs():
         [sys.executable, "-m", "scenemetrics", "--version"], capture_output=True, text=True, check=False
     )
     assert res.returncode == 0 and res.stdout.startswith("scenemetrics ")
+
+
+def test_puzzlesim_random_weights_says_so_loudly(folders, tmp_path, capsys):
+    refs, imgs = folders
+    out = tmp_path / "out"
+    assert main(["puzzlesim", "--refs", str(refs), "--images", str(imgs), "--out", str(out), "--random-weights"]) == 0
+    err = capsys.readouterr().err
+    assert err.count(RANDOM_BANNER) == 2  # before the work and again after the results
+    report = json.loads((out / "scores.json").read_text())
+    assert report["warning"] == RANDOM_BANNER and report["settings"]["weights"] == "random (uncalibrated)"
+    # not a terminal: plain lines say what the long steps do; no progress-bar debris
+    assert "embedding 2 reference views" in err
+    assert "\r" not in err and "\x1b" not in err and "it/s" not in err
+
+
+def test_weights_and_random_weights_exclude_each_other(folders, tmp_path, weights, capsys):
+    refs, imgs = folders
+    args = ["--refs", str(refs), "--out", str(tmp_path / "o"), "--weights", str(weights), "--random-weights"]
+    assert main(["puzzlesim", "--images", str(imgs), *args]) == 1
+    assert "--weights and --random-weights exclude each other" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["demo", "puzzlesim", "osim", "inpaint", "eval", "prism embed"])
+def test_every_weight_loading_command_takes_both_weight_flags(command, capsys):
+    assert main([*command.split(), "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "--weights" in text and "--random-weights" in text
+
+
+def test_warnings_of_a_command_are_shown_once_after_its_output(tmp_path):
+    (tmp_path / "warner_cli.py").write_text(
+        "import warnings\n"
+        "def run(args):\n"
+        "    for i in range(5):\n"
+        "        warnings.warn('the same thing', UserWarning)\n"
+        "    warnings.warn('another thing', UserWarning)\n"
+        "    print('output line')\n"
+        "    return 0\n"
+        "def register(sub):\n"
+        "    sub.add_parser('warner').set_defaults(func=run)\n"
+    )
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import scenemetrics.cli as cli\n"
+        "cli.ROOM_CLIS.append('warner_cli')\n"
+        "raise SystemExit(cli.main(['warner']))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1] / "src"), env.get("PYTHONPATH", "")])
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    assert res.returncode == 0 and res.stdout == "output line\n"
+    assert res.stderr.splitlines() == [
+        "scenemetrics: warning: the same thing (5 times)",
+        "scenemetrics: warning: another thing",
+    ]

@@ -1,12 +1,13 @@
 """The ``scenemetrics`` command. Each room owns its subcommands; this module only assembles them.
 
 A room's CLI module (listed in :data:`ROOM_CLIS`) defines ``register(subparsers)``, which adds its parser(s) and
-sets ``func=<callable(args) -> int | None>`` as parser default. Room CLI modules import torch and friends inside
-their ``func`` so that ``scenemetrics --help`` stays fast.
+sets ``func=<callable(args) -> int | None>`` as parser default. Building the parser imports no torch: room CLI
+modules import torch and friends inside their ``func``, so ``--help`` and usage errors answer in well under a second.
 
-Shared flags (DESIGN.md): ``--refs DIR``, ``--renders DIR`` / ``--images DIR``, ``--out DIR``, ``--weights PATH``,
-``--device``, ``--quiet``. Exit codes: 0 success, 1 error (one line on stderr; the traceback with
-``SCENEMETRICS_DEBUG=1``), 2 usage error.
+Shared flags: ``--refs DIR``, ``--renders DIR`` / ``--images DIR``, ``--out DIR``, ``--weights PATH``,
+``--random-weights``, ``--device``, ``--quiet``. Exit codes: 0 success, 1 error (one line on stderr; the traceback
+with ``SCENEMETRICS_DEBUG=1``), 2 usage error. Warnings raised while a command runs are shown once each, with a count,
+after it (never in the middle of a progress bar); progress bars are drawn only on a terminal.
 
 Example:
     >>> from scenemetrics.cli import main
@@ -16,16 +17,20 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
-import json
 import os
+import re
 import sys
 import traceback
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from scenemetrics.jsonio import write_json
+
 __all__ = [
+    "RANDOM_BANNER",
     "ROOM_CLIS",
     "CLIError",
     "add_device_arg",
@@ -33,13 +38,17 @@ __all__ = [
     "add_out_arg",
     "add_quiet_arg",
     "add_weights_arg",
+    "announce",
     "build_parser",
     "main",
+    "random_weights_banner",
     "resolve_device",
+    "show_progress",
+    "weights_message",
     "write_json",
 ]
 
-ROOM_CLIS = (
+ROOM_CLIS = [
     "scenemetrics.demo",
     "scenemetrics.puzzlesim.cli",
     "scenemetrics.osim.cli",
@@ -49,8 +58,17 @@ ROOM_CLIS = (
     "scenemetrics.inpainting.cli",
     "scenemetrics.evaluation.cli",
     "scenemetrics.weights_cli",
+]
+"""Modules whose ``register(subparsers)`` adds subcommands; a module that does not exist is skipped.
+
+Importing one of them (and its room's ``__init__``) must not import torch: ``tests/test_cli_startup.py`` checks it.
+"""
+
+RANDOM_BANNER = (
+    "!! RANDOM WEIGHTS: the networks are uncalibrated random ones; the numbers and maps below only show that "
+    "the pipeline runs. Run without --random-weights (online once) for meaningful scores. !!"
 )
-"""Modules whose ``register(subparsers)`` adds subcommands; a module that does not exist is skipped."""
+"""Printed on stderr (and written into the outputs) whenever a command runs with ``--random-weights``."""
 
 
 class CLIError(Exception):
@@ -68,13 +86,59 @@ def add_out_arg(parser: argparse.ArgumentParser, default: str | None = None) -> 
     )
 
 
-def add_weights_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--weights",
-        metavar="PATH",
-        default=None,
-        help="checkpoint file or folder (default: the scenemetrics cache, downloading on first use)",
-    )
+def add_weights_arg(
+    parser: argparse.ArgumentParser,
+    *,
+    random: bool = True,
+    help: str = "checkpoint file or folder (default: the scenemetrics cache, downloading on first use)",
+) -> None:
+    """Add ``--weights PATH`` and (``random=True``) ``--random-weights``, the flags of every weight-loading command.
+
+    Weight errors of the command (:class:`scenemetrics.hub.WeightsNotFoundError`) are reworded by :func:`main` to
+    name these flags (:func:`weights_message`).
+    """
+    parser.add_argument("--weights", metavar="PATH", default=None, help=help)
+    if random:
+        parser.add_argument(
+            "--random-weights",
+            action="store_true",
+            help="deterministic random networks instead of pretrained ones (offline; uncalibrated, a smoke test only)",
+        )
+    parser.set_defaults(_weights_flags=("--weights", "--random-weights" if random else None))
+
+
+def random_weights_banner(args: argparse.Namespace) -> bool:
+    """Print :data:`RANDOM_BANNER` on stderr when ``args.random_weights`` is set (and not ``--weights`` too).
+
+    Returns:
+        Whether random weights are used.
+
+    Raises:
+        CLIError: ``--weights`` and ``--random-weights`` are both given.
+    """
+    if not getattr(args, "random_weights", False):
+        return False
+    if getattr(args, "weights", None) is not None:
+        raise CLIError("--weights and --random-weights exclude each other; pass one of them")
+    print(RANDOM_BANNER, file=sys.stderr)
+    return True
+
+
+def weights_message(
+    err: BaseException | str, flag: str = "--weights", random_flag: str | None = "--random-weights"
+) -> str:
+    """The text of a weight error reworded for the command line: the CLI flag instead of the Python argument.
+
+    Example:
+        >>> weights_message(FileNotFoundError("No x.pth; pass weights_path= pointing at it."), random_flag=None)
+        'No x.pth; pass --weights PATH pointing at it.'
+    """
+    text = " ".join(line.strip() for line in str(err).splitlines() if line.strip())
+    text = re.sub(r"\bpass weights_path=", f"pass {flag} PATH", text)
+    text = re.sub(r"\bweights_path=?", flag, text)
+    if random_flag and random_flag not in text:
+        text += f" Offline, {random_flag} runs with uncalibrated random networks (a smoke test only)."
+    return text
 
 
 def add_device_arg(parser: argparse.ArgumentParser) -> None:
@@ -108,21 +172,65 @@ def resolve_device(device: str | None) -> Any:
     return dev
 
 
-def write_json(path: str | os.PathLike, obj: Any) -> Path:
-    """Write ``obj`` as indented JSON (NaN kept as ``NaN``, as Python's json does), creating parent folders."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=False) + "\n")
-    tmp.replace(p)
-    return p
+def show_progress(quiet: bool = False) -> bool:
+    """Whether to draw progress bars: not ``--quiet`` and stderr is a terminal (a log file gets no bar debris)."""
+    if quiet:
+        return False
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def progress(iterable: Iterable, *, quiet: bool, desc: str, total: int | None = None) -> Iterable:
-    """A tqdm bar on stderr unless ``quiet``."""
+    """A tqdm bar on stderr when :func:`show_progress`; otherwise the iterable itself."""
+    if not show_progress(quiet):
+        return iterable
     from tqdm.auto import tqdm
 
-    return tqdm(iterable, desc=desc, total=total, disable=quiet, file=sys.stderr)
+    return tqdm(iterable, desc=desc, total=total, file=sys.stderr)
+
+
+def announce(message: str, *, quiet: bool = False) -> None:
+    """One line on stderr saying what a long step does (``"loading YOLOX-X ..."``), unless ``quiet``."""
+    if not quiet:
+        print(message, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _deferred_warnings() -> Iterator[list[warnings.WarningMessage]]:
+    """Collect the warnings of a command; :func:`main` prints each distinct one once, with a count, afterwards."""
+    with warnings.catch_warnings(record=True) as caught:
+        # appended: the filters already in place (-W, PYTHONWARNINGS, the caller's) still win; the rest is counted
+        warnings.simplefilter("always", append=True)
+        yield caught
+
+
+_SHOWWARNING = warnings.showwarning  # Python's own printer: a caller (pytest, catch_warnings) replaces it
+
+
+def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
+    """Each distinct warning once, with a count: one ``scenemetrics: warning:`` line each on stderr, or, when the
+    caller records or redirects warnings (``warnings.catch_warnings``, pytest), raised again for it."""
+    groups: dict[tuple[type[Warning], str], list[warnings.WarningMessage]] = {}
+    for w in caught:
+        text = " ".join(line.strip() for line in str(w.message).splitlines() if line.strip())
+        groups.setdefault((w.category, text), []).append(w)
+    for (category, text), items in groups.items():
+        message = text + (f" ({len(items)} times)" if len(items) > 1 else "")
+        if warnings.showwarning is _SHOWWARNING:
+            label = "" if category is UserWarning else f"{category.__name__}: "
+            print(f"scenemetrics: warning: {label}{message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(message, category, items[0].filename, items[0].lineno)
+
+
+def _error_text(err: BaseException, args: argparse.Namespace) -> str:
+    hub = sys.modules.get("scenemetrics.hub")
+    flags = getattr(args, "_weights_flags", None)
+    if hub is not None and flags and isinstance(err, hub.WeightsNotFoundError):
+        return weights_message(err, *flags)
+    return " ".join(line.strip() for line in str(err).splitlines() if line.strip()) or type(err).__name__
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -155,16 +263,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return 2
-    try:
-        code = args.func(args)
-    except KeyboardInterrupt:
-        print("scenemetrics: interrupted", file=sys.stderr)
-        return 1
-    except Exception as err:
-        if os.environ.get("SCENEMETRICS_DEBUG", "").strip() not in ("", "0"):
-            traceback.print_exc()
-        text = " ".join(line.strip() for line in str(err).splitlines() if line.strip()) or type(err).__name__
-        print(f"scenemetrics: error: {text}", file=sys.stderr)
+    failure: str | None = None
+    with _deferred_warnings() as caught:
+        try:
+            code = args.func(args)
+        except KeyboardInterrupt:
+            failure = "interrupted"
+        except Exception as err:
+            if os.environ.get("SCENEMETRICS_DEBUG", "").strip() not in ("", "0"):
+                traceback.print_exc()
+            failure = f"error: {_error_text(err, args)}"
+    _print_warnings(caught)
+    if failure is not None:  # the last line on stderr, after the warnings
+        print(f"scenemetrics: {failure}", file=sys.stderr)
         return 1
     return int(code or 0)
 

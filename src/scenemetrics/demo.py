@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -25,10 +24,7 @@ __all__ = ["DEMO_SECTIONS", "register", "run", "run_demo"]
 DEMO_SECTIONS = ("scenemetrics.osim.demo",)
 """Optional sections: modules with ``run_demo(scene, out_dir, *, random_weights, weights_path, device, quiet)``."""
 
-RANDOM_BANNER = (
-    "!! RANDOM WEIGHTS: the backbones are uncalibrated random networks; the numbers and maps below only show that "
-    "the pipeline runs. Run without --random-weights (online once) for meaningful scores. !!"
-)
+RANDOM_BANNER = _cli.RANDOM_BANNER
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,11 +34,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__.strip().split("\n\n")[0],
     )
     _cli.add_out_arg(p, default="scenemetrics_demo")
-    p.add_argument(
-        "--random-weights",
-        action="store_true",
-        help="use deterministic random backbones (offline; uncalibrated, for a smoke test only)",
-    )
     _cli.add_weights_arg(p)
     _cli.add_device_arg(p)
     _cli.add_quiet_arg(p)
@@ -180,8 +171,7 @@ def run_demo(
 
 def run(args: argparse.Namespace) -> int:
     device = _cli.resolve_device(args.device)
-    if args.random_weights:
-        print(RANDOM_BANNER, file=sys.stderr)
+    _cli.random_weights_banner(args)
     report = run_demo(
         args.out,
         random_weights=args.random_weights,

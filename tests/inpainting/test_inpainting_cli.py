@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -114,13 +115,18 @@ def test_cli_help_lists_the_subcommand(capsys):
         assert flag in text
 
 
-def test_cli_progress_on_stderr(folders, squeeze_weights, tmp_path, capsys):
+def test_cli_progress_on_stderr(folders, squeeze_weights, tmp_path, capsys, monkeypatch):
     refs, image_path = folders
     args = ["inpaint", "--refs", str(refs), "--image", str(image_path), "--out", str(tmp_path / "o")]
     args += ["--inpainter", "opencv", "--weights", str(squeeze_weights), "--n-candidates", "4", "--max-iters", "1"]
     assert main(args) == 0
-    assert "puzzle_inpaint" in capsys.readouterr().err
+    err = capsys.readouterr().err  # not a terminal: a plain line says what runs, no bar and no escape codes
+    assert "inpainting render.png against" in err and "puzzle_inpaint" not in err
+    assert "\r" not in err and "\x1b" not in err
     assert read_image(tmp_path / "o" / "render_inpainted.png").shape == (3, 64, 64)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # on a terminal, the bar is drawn
+    assert main(args) == 0
+    assert "puzzle_inpaint" in capsys.readouterr().err
 
 
 def test_cli_refs_reads_only_png_jpg_jpeg(folders, squeeze_weights, tmp_path, capsys):

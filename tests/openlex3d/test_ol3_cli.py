@@ -13,6 +13,7 @@ import torch
 from PIL import Image
 
 from scenemetrics.cli import main
+from scenemetrics.jsonio import restore
 from scenemetrics.openlex3d import (
     generate_queries,
     load_query_mapping,
@@ -24,6 +25,15 @@ from scenemetrics.openlex3d import (
 )
 
 from .ol3_helpers import write_pcd, write_ply
+
+
+def _standard_json(text: str) -> dict:
+    """Parse strictly (a NaN/Infinity token fails), then put the non-finite values back."""
+
+    def reject(token: str) -> None:
+        raise AssertionError(f"non-standard JSON token {token}")
+
+    return restore(json.loads(text, parse_constant=reject))
 
 
 @pytest.fixture
@@ -77,7 +87,7 @@ def test_segmentation(tree, seg_example):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         assert main(argv) == 0
-    data = json.loads(out.read_text())
+    data = _standard_json(out.read_text())
     assert list(data) == ["config", "per_scene", "mean"]
     assert list(data["per_scene"]) == ["scene_a", "scene_b"]
     assert data["config"]["top_n"] == [1, 2] and data["config"]["voxel_size"] == 0.05
@@ -125,7 +135,7 @@ def test_segmentation_text_features_npz_and_stdout(tree, seg_example, capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         assert main(argv) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = _standard_json(capsys.readouterr().out)
     assert list(data["per_scene"]) == ["scene_a"] and data["config"]["voxel_size"] is None
     # the .npz rows are looked up by text: the result equals the aligned embeddings of the functional call
     args = (*(seg_example[k] for k in ("pred_points", "pred_features", "pred_index", "text_features", "prompts")),
@@ -182,7 +192,7 @@ def test_retrieval(tree):
         for scene, ((pts, f, index, gt_pts, gt_ids, _), queries) in scenes.items():
             qf = torch.tensor(np.stack([feats[texts.index(q.text)] for q in queries]))
             results[scene] = retrieval_ap(pts, f, index, qf, queries, gt_pts, gt_ids, top_k=3)
-    data = json.loads(out.read_text())
+    data = _standard_json(out.read_text())
     assert list(data) == ["config", "per_scene", "pooled", "scene_mean"]
     for scene, res in results.items():
         assert data["per_scene"][scene] == pytest.approx({"ap": res.ap, "ap50": res.ap50, "ap25": res.ap25})
@@ -225,7 +235,7 @@ def test_segmentation_two_fabric_ranks_equal_one_process(tree):
         warnings.simplefilter("ignore", UserWarning)
         assert main([*argv, "--out", str(tree / "one.json")]) == 0
         assert main([*argv, "--out", str(tree / "two.json"), "--devices", "2"]) == 0
-    one, two = (json.loads((tree / name).read_text()) for name in ("one.json", "two.json"))
+    one, two = (_standard_json((tree / name).read_text()) for name in ("one.json", "two.json"))
     assert one["per_scene"] == two["per_scene"]
     assert one["mean"]["top_1"] == pytest.approx(two["mean"]["top_1"], abs=1e-12)
     assert one["mean"]["top_3"] == pytest.approx(two["mean"]["top_3"], abs=1e-12)

@@ -85,8 +85,11 @@ def test_eval_npz_and_nan_as_null(tmp_path, houses, capsys):
     assert main([*args, "--metrics", "corner_offset", "wed", "--threshold", "0.5", "--out", str(tmp_path)]) == 0
     doc = json.loads((tmp_path / "wireframe_eval.json").read_text())
     assert doc["per_house"][0]["corner_offset"] is None and doc["mean"]["corner_offset"] is None
+    assert doc["non_finite"] == {"/per_house/0/corner_offset": "NaN", "/mean/corner_offset": "NaN"}
     assert doc["mean"]["wed"] == pytest.approx(wed(pv + 50.0, ge, gv, ge), abs=1e-12)
-    assert "nan" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "nan" in printed.out
+    assert f"wrote {tmp_path / 'wireframe_eval.json'} and {tmp_path / 'wireframe_eval.csv'} (1 house)" in printed.err
 
 
 def test_eval_usage_errors_exit_2(tmp_path, houses, capsys):

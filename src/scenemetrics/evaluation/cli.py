@@ -44,6 +44,9 @@ _NAMED = {
     "prism_center_crop": (("prism", "prism_mmd"), "center_crop"),
 }
 
+_WEIGHTS_FOLDER_METRICS = ("puzzlesim", "lpips", "osim")
+"""Metrics that search ``--weights DIR`` for their checkpoint file when their own weights flag is not given."""
+
 
 def _csv_list(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
@@ -114,10 +117,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="MODULE|FILE.py",
         help="import a module that registers more metrics (scenemetrics.evaluation.register_metric), repeatable",
     )
-    w.add_argument(
-        "--random-weights",
-        action="store_true",
-        help="deterministic random networks for every metric (offline smoke test; scores are uncalibrated)",
+    _cli.add_weights_arg(
+        w,
+        help="folder searched by PuzzleSim, LPIPS and OSIM for their checkpoint files (a metric's own "
+        "--<metric>-weights wins)",
     )
 
     r = p.add_argument_group("inputs and outputs")
@@ -151,6 +154,9 @@ def options_from_args(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         if value is not None:
             for name in names:
                 options.setdefault(name, {})[key] = value
+    if getattr(args, "weights", None) is not None:
+        for name in _WEIGHTS_FOLDER_METRICS:
+            options.setdefault(name, {}).setdefault("weights", args.weights)
     for spec in args.metric_option:
         name, dot, rest = spec.partition(".")
         key, eq, value = rest.partition("=")
@@ -162,8 +168,9 @@ def options_from_args(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
 def _print_leaderboard(results_json: Any) -> None:
     from scenemetrics.evaluation.report import format_value
+    from scenemetrics.jsonio import restore
 
-    doc = json.loads(results_json.read_text())
+    doc = restore(json.loads(results_json.read_text()))
     cols = doc["columns"]
     table = [["method", "scenes", *cols]]
     for row in doc["leaderboard"]:
@@ -184,6 +191,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.thumbnails < 0:
         raise _cli.CLIError(f"--thumbnails must be >= 0; received {args.thumbnails}")
+    if not args.dry_run:
+        _cli.random_weights_banner(args)
+    elif args.random_weights and args.weights is not None:
+        raise _cli.CLIError("--weights and --random-weights exclude each other; pass one of them")
     config = EvalConfig(
         root=args.root,
         out=args.out,
@@ -217,9 +228,31 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if summary.failures:
-        first = summary.failures[0]
+        for group in summary.error_groups:
+            print(f"scenemetrics: error: {_group_text(group)}", file=sys.stderr)
+        listed = " above" if summary.error_groups else ""
         raise _cli.CLIError(
-            f"{len(summary.failures)} (method, scene, metric) result(s) failed, e.g. {first}; the others are in "
+            f"{len(summary.failures)} (method, scene, metric) result(s) failed{listed}; every result is in "
             f"{summary.files['results.json']} (a rerun retries the failed ones)"
         )
     return 0
+
+
+def _weights_flag(metric: str) -> str:
+    return f"--{metric}-weights" if f"{metric}_weights" in _NAMED else f"--metric-option {metric}.weights="
+
+
+def _group_text(group: dict[str, Any]) -> str:
+    """One line for one distinct error: the metric, how many units (the first few named) and the message.
+
+    A missing checkpoint names the command's flags (``--puzzlesim-weights PATH``, ``--random-weights``) instead of
+    the Python argument.
+    """
+    metric, message, units = group["metric"], group["error"], group["units"]
+    names = ", ".join(units[:3]) + (f" and {len(units) - 3} more" if len(units) > 3 else "")
+    if message.startswith("WeightsNotFoundError:"):
+        flag = _weights_flag(metric)
+        message = _cli.weights_message(message, flag)
+        if metric in _WEIGHTS_FOLDER_METRICS:
+            message = message.replace(f"pass {flag} PATH", f"pass {flag} PATH (or --weights DIR)")
+    return f"{metric} failed in {len(units)} unit{'' if len(units) == 1 else 's'} ({names}): {message}"

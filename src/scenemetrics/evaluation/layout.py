@@ -137,6 +137,10 @@ class Unit:
         return h.hexdigest()[:16]
 
 
+_EVAL_OUTPUT_MARKERS = ("results.jsonl", ".eval.lock")
+"""Files that make a folder an output folder of ``scenemetrics eval``, never a method or a scene."""
+
+
 def _is_hidden(path: Path) -> bool:
     return path.name.startswith((".", "_"))
 
@@ -297,6 +301,7 @@ def discover_units(
     split: str | None = None,
     methods: Sequence[str] | None = None,
     scenes: Sequence[str] | None = None,
+    exclude: Sequence[str | os.PathLike] = (),
 ) -> list[Unit]:
     """Every (method, scene) unit under ``root``, sorted by method then scene.
 
@@ -308,10 +313,13 @@ def discover_units(
         split: ns-render split folder (default ``test``, else ``val``).
         methods: only these methods (names must exist).
         scenes: only these scenes (names must exist in at least one method).
+        exclude: folders that are never a method or a scene, nor scanned (``scenemetrics eval`` passes its output
+            folder, which may lie inside ``root``).
 
     Returns:
-        The units. Folders whose names start with ``.`` or ``_`` are ignored; in ``auto`` mode a scene folder of
-        no known layout is skipped with a ``UserWarning``.
+        The units. Folders whose names start with ``.`` or ``_`` are ignored, and so are the folders of
+        ``exclude`` and every output folder of ``scenemetrics eval`` (it holds ``results.jsonl`` or
+        ``.eval.lock``); in ``auto`` mode a scene folder of no known layout is skipped with a ``UserWarning``.
 
     Raises:
         FileNotFoundError: ``root`` (or ``data``) is not a folder.
@@ -325,11 +333,21 @@ def discover_units(
     data_p = Path(data) if data is not None else None
     if data_p is not None and not data_p.is_dir():
         raise FileNotFoundError(f"`data` {os.fspath(data)!r} is not a folder")
-    method_dirs = sorted(d.name for d in root_p.iterdir() if d.is_dir() and not _is_hidden(d))
+    excluded = {Path(p).resolve() for p in exclude}
+
+    def skip(d: Path) -> bool:
+        return (
+            not d.is_dir()
+            or _is_hidden(d)
+            or d.resolve() in excluded
+            or any((d / marker).is_file() for marker in _EVAL_OUTPUT_MARKERS)
+        )
+
+    method_dirs = sorted(d.name for d in root_p.iterdir() if not skip(d))
     units = []
     all_scenes: set[str] = set()
     for method in _select(method_dirs, methods, "method(s)", root_p):
-        scene_dirs = sorted(d for d in (root_p / method).iterdir() if d.is_dir() and not _is_hidden(d))
+        scene_dirs = sorted(d for d in (root_p / method).iterdir() if not skip(d))
         for scene_dir in scene_dirs:
             all_scenes.add(scene_dir.name)
             if scenes is not None and scene_dir.name not in set(scenes):

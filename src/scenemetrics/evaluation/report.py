@@ -41,6 +41,7 @@ from scenemetrics.evaluation.runner import (
     pooled_values,
     read_records,
 )
+from scenemetrics.jsonio import restore
 
 __all__ = ["RESULTS_FORMAT", "finalize", "format_value", "write_html"]
 
@@ -157,7 +158,7 @@ def finalize(config: EvalConfig, plan: Any, metrics: Any, summary: EvalSummary) 
     results_path = out / "results.json"
     if results_path.is_file():
         try:
-            previous = json.loads(results_path.read_text()).get("pooled_cache", {})
+            previous = restore(json.loads(results_path.read_text())).get("pooled_cache", {})
         except (OSError, json.JSONDecodeError):
             previous = {}
     pooled, pooled_cache, notes = _pooled(out, plan, metrics, rows, previous)
@@ -263,7 +264,7 @@ def finalize(config: EvalConfig, plan: Any, metrics: Any, summary: EvalSummary) 
         "notes": notes,
         "pooled_cache": pooled_cache,
     }
-    from scenemetrics.cli import write_json
+    from scenemetrics.jsonio import write_json
 
     write_json(results_path, doc)
     summary.files.update(
@@ -306,7 +307,8 @@ def _esc(text: Any) -> str:
 def _best(values: Mapping[str, float | None], higher: bool | None) -> set[str]:
     if higher is None:
         return set()
-    finite = {k: v for k, v in values.items() if v is not None and not math.isnan(v)}
+    # infinities (the PSNR of a render identical to its ground truth) are shown as inf but never highlighted
+    finite = {k: v for k, v in values.items() if v is not None and math.isfinite(v)}
     if len(finite) < 2:
         return set()
     target = max(finite.values()) if higher else min(finite.values())
@@ -473,7 +475,9 @@ def write_html(
     p.append("<h2>Leaderboard</h2>")
     p.append(
         '<p class="note">Mean over scenes. A value marked <sup>n/N</sup> averages only the n scenes (of N) where the '
-        "metric has a value; the best value of each column is highlighted among methods that cover every scene.</p>"
+        "metric has a value; the best value of each column is highlighted among methods that cover every scene. "
+        "An infinite value (e.g. the PSNR of renders identical to their ground truth) is shown as inf and is never "
+        "highlighted: the best finite value is.</p>"
     )
     p.append(f'<table id="leaderboard"><thead><tr><th>method</th><th>scenes</th>{header}</tr></thead><tbody>')
     lb = {row["method"]: row for row in doc["leaderboard"]}

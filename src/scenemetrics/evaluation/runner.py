@@ -55,6 +55,7 @@ from scenemetrics.evaluation.registry import (
     metric_kind,
     resolve_metrics,
 )
+from scenemetrics.jsonio import dumps, restore
 
 __all__ = [
     "RECORD_FORMAT",
@@ -137,6 +138,9 @@ class EvalSummary:
         evaluated: units evaluated in this run.
         skipped_done: units whose requested metrics were all done before.
         failures: ``"method/scene metric: message"`` for every (unit, metric) whose latest result is an error.
+        error_groups: the errors of this run, one entry per distinct (metric, message):
+            ``{"metric", "error", "units"}`` (``units``: ``"method/scene"`` in order). Nothing is printed for them
+            while the run goes on; ``scenemetrics eval`` prints each group once at the end.
         unavailable: metric name -> why it could not run.
         files: name -> path of what was written (results.csv, leaderboard.csv, results.json, report).
     """
@@ -145,6 +149,7 @@ class EvalSummary:
     evaluated: int = 0
     skipped_done: int = 0
     failures: list[str] = field(default_factory=list)
+    error_groups: list[dict[str, Any]] = field(default_factory=list)
     unavailable: dict[str, str] = field(default_factory=dict)
     files: dict[str, Path] = field(default_factory=dict)
 
@@ -174,7 +179,7 @@ def read_records(path: str | os.PathLike) -> list[dict]:
                 bad += 1
             continue
         if isinstance(rec, dict) and rec.get("format") == RECORD_FORMAT:
-            records.append(rec)
+            records.append(restore(rec))
         else:
             bad += 1
     if bad:
@@ -186,7 +191,7 @@ def append_record(path: str | os.PathLike, record: Mapping[str, Any]) -> None:
     """Append one record as one line, then flush and fsync (the commit point of a unit)."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(record, separators=(",", ":")) + "\n"
+    line = dumps(record, indent=None) + "\n"  # standard JSON: non-finite numbers as null + "non_finite"
     with open(p, "ab+") as f:
         f.seek(0, os.SEEK_END)
         if f.tell() > 0:
@@ -198,10 +203,20 @@ def append_record(path: str | os.PathLike, record: Mapping[str, Any]) -> None:
         os.fsync(f.fileno())
 
 
+def _umask() -> int:
+    mask = os.umask(0)  # reading the umask means setting it; put it back at once
+    os.umask(mask)
+    return mask
+
+
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename; the file's mode follows the umask."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp creates the file 0600; give it the mode open() would have (0666 & ~umask), like results.json
+        with contextlib.suppress(AttributeError, NotImplementedError):
+            os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -406,6 +421,7 @@ def _plan(config: EvalConfig, entries: list[MetricEntry], unavailable: dict[str,
         split=config.split,
         methods=config.methods,
         scenes=config.scenes,
+        exclude=[out],
     )
     fingerprints = {
         e.name: metric_fingerprint(e, config.options.get(e.name, {}), config.random_weights) for e in entries
@@ -894,8 +910,6 @@ def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
                     warnings.warn(
                         f"metric {name!r} is unavailable and is not evaluated: {why}", UserWarning, stacklevel=2
                     )
-                if config.random_weights:
-                    _print("!! " + RANDOM_BANNER + " !!")
                 plan = _plan(config, entries, unavailable)
             except Exception as err:
                 failure = err
@@ -919,6 +933,8 @@ def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
 
         overall = stack.enter_context(tqdm(total=len(pending), desc="units", disable=not show, file=sys.stderr))
         skipped: dict[tuple[str, str], list[str]] = {}
+        errors: dict[tuple[str, str], list[str]] = {}  # (metric, message) -> units, printed once after the bar
+        unit_warnings: dict[str, list[str]] = {}
         for k in range(math.ceil(len(pending) / dist.world_size)):
             i = k * dist.world_size + dist.rank
             payload = None
@@ -932,11 +948,12 @@ def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
                             continue
                         record = _commit(out, p, plan, r)
                         summary.evaluated += 1
+                        where = f"{record['method']}/{record['scene']}"
                         for msg in record["warnings"]:
-                            _print(f"warning: {record['method']}/{record['scene']} {msg}")
+                            unit_warnings.setdefault(msg, []).append(where)
                         for name, cell in record["metrics"].items():
                             if cell["status"] == "error":
-                                _print(f"error: {record['method']}/{record['scene']} {name}: {cell['error']}")
+                                errors.setdefault((name, cell["error"]), []).append(where)
                             elif cell["status"] == "skipped":
                                 key = (name, cell["reason"])
                                 skipped.setdefault(key, []).append(f"{record['method']}/{record['scene']}")
@@ -948,15 +965,27 @@ def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
                 raise failure
             if message is not None:
                 raise RuntimeError(f"rank 0 stopped the evaluation: {message}")
+        overall.close()
+        for msg, units in unit_warnings.items():
+            _print(f"warning: {msg} ({_units_text(units)})")
         for (name, reason), units in skipped.items():
             where = ", ".join(units[:3]) + (f" and {len(units) - 3} more" if len(units) > 3 else "")
             warnings.warn(f"{name} skipped for {len(units)} unit(s) ({where}): {reason}", UserWarning, stacklevel=2)
+        summary.error_groups = [
+            {"metric": name, "error": message, "units": units} for (name, message), units in errors.items()
+        ]
         dist.barrier()
         if not rank0:
             return None
         from scenemetrics.evaluation.report import finalize
 
         return finalize(config, plan, metrics, summary)
+
+
+def _units_text(units: Sequence[str]) -> str:
+    """``"3 units: a/x, a/y, b/x"`` (the first three named)."""
+    names = ", ".join(units[:3]) + (f" and {len(units) - 3} more" if len(units) > 3 else "")
+    return f"{len(units)} unit{'' if len(units) == 1 else 's'}: {names}"
 
 
 def _evaluate_unit_safely(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +33,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--inpainter",
         choices=INPAINTERS,
-        default="lama",
-        help="backend: lama (big-LaMa, the paper's; default), opencv (offline, needs the [inpaint] extra), "
-        "diffusers (Stable Diffusion inpainting, needs the [prism] extra)",
-    )
-    p.add_argument(
-        "--weights",
-        metavar="PATH",
         default=None,
-        help="PuzzleSim backbone checkpoint file or folder (default: the scenemetrics cache, downloading once)",
+        help="backend: lama (big-LaMa, the paper's; default), opencv (offline, needs the [inpaint] extra; the "
+        "default with --random-weights), diffusers (Stable Diffusion inpainting, needs the [prism] extra)",
+    )
+    _cli.add_weights_arg(
+        p, help="PuzzleSim backbone checkpoint file or folder (default: the scenemetrics cache, downloading once)"
     )
     p.add_argument("--lama-weights", metavar="PATH", default=None, help="big-lama.pt file or its folder")
     p.add_argument(
@@ -75,10 +73,8 @@ def build_inpainter(args: argparse.Namespace, device: Any) -> Any:
         try:
             lama.load()
         except hub.WeightsNotFoundError as err:
-            raise _cli.CLIError(
-                f"{err} To inpaint without LaMa, pass --inpainter opencv (works offline), or give the file with "
-                "--lama-weights PATH."
-            ) from None
+            text = _cli.weights_message(err, "--lama-weights", random_flag=None)
+            raise _cli.CLIError(f"{text} To inpaint without LaMa, pass --inpainter opencv (works offline).") from None
         return lama
     diffusion = DiffusersInpainter(model=args.diffusers_model, prompt=args.prompt, device=device)
     try:
@@ -104,6 +100,28 @@ def list_references(folder: str) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
+    import tempfile
+
+    random_weights = _cli.random_weights_banner(args)
+    if args.inpainter is None:
+        args.inpainter = "opencv" if random_weights else "lama"
+    if random_weights and args.inpainter != "opencv":
+        raise _cli.CLIError(
+            f"--random-weights replaces the PuzzleSim backbone only; --inpainter {args.inpainter} has no random "
+            "stand-in (use --inpainter opencv)"
+        )
+    with tempfile.TemporaryDirectory(prefix="scenemetrics-inpaint-") as tmp:
+        if random_weights:
+            from scenemetrics.puzzlesim import random_checkpoint
+
+            args.weights = str(random_checkpoint(args.backbone, Path(tmp) / f"{args.backbone}-random.pth"))
+        code = _run(args)
+    if random_weights:
+        print(_cli.RANDOM_BANNER, file=sys.stderr)
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
     import torch
 
     from scenemetrics import viz
@@ -119,6 +137,11 @@ def run(args: argparse.Namespace) -> int:
     image = read_image(image_path).to(device)
     inpainter = build_inpainter(args, device)
 
+    _cli.announce(
+        f"inpainting {image_path.name} against {len(refs)} reference view{'' if len(refs) == 1 else 's'} "
+        f"({args.inpainter}; {args.n_candidates} candidate masks, at most {args.max_iters} rounds) ...",
+        quiet=args.quiet,
+    )
     result = puzzle_inpaint(
         image,
         refs,
@@ -132,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         backbone=args.backbone,
         weights_path=args.weights,
-        progress=not args.quiet,
+        progress=_cli.show_progress(args.quiet),
     )
 
     out = Path(args.out)
@@ -164,7 +187,9 @@ def run(args: argparse.Namespace) -> int:
                 "inpainter": args.inpainter,
                 "references": [str(f) for f in ref_files],
                 "backbone": args.backbone,
-                "weights": args.weights or "hub cache (torchvision ImageNet)",
+                "weights": "random (uncalibrated)"
+                if args.random_weights
+                else (args.weights or "hub cache (torchvision ImageNet)"),
                 "n_candidates": args.n_candidates,
                 "refine_candidates": args.refine_candidates,
                 "max_iters": args.max_iters,

@@ -182,17 +182,15 @@ def _prompt_features(config: dict[str, Any], prompts: list[str], device: Any) ->
 
 
 def _json_value(v: Any) -> float:
-    return float(v)  # NaN stays NaN, as scenemetrics.cli.write_json writes it
+    return float(v)  # a NaN is written as null and listed under "non_finite" (scenemetrics.jsonio)
 
 
 def _write(config: dict[str, Any], payload: dict[str, Any]) -> None:
-    import json
-
-    from scenemetrics.cli import write_json
+    from scenemetrics.jsonio import dumps, write_json
 
     out = config["out"]
     if out is None:
-        print(json.dumps(payload, indent=2))
+        print(dumps(payload))
         return
     p = Path(out)
     if p.is_dir() or p.suffix.lower() != ".json":

@@ -13,17 +13,21 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
 from scenemetrics.cli import (
+    RANDOM_BANNER,
     CLIError,
     add_device_arg,
     add_distributed_args,
     add_out_arg,
     add_quiet_arg,
     add_weights_arg,
+    announce,
     progress,
+    random_weights_banner,
     resolve_device,
     write_json,
 )
@@ -51,7 +55,11 @@ def register(subparsers: Any) -> None:
     add_weights_arg(p)
     add_device_arg(p)
     add_quiet_arg(p)
-    p.add_argument("--detector", default="yolox_x", help=f"YOLOX variant ({_VARIANTS}; default yolox_x)")
+    p.add_argument(
+        "--detector",
+        default=None,
+        help=f"YOLOX variant ({_VARIANTS}; default yolox_x, or yolox_nano with --random-weights)",
+    )
     p.add_argument("--conf", type=float, default=0.35, help="detection confidence threshold (default 0.35)")
     p.add_argument("--nms", type=float, default=0.45, help="class-agnostic NMS IoU threshold (default 0.45)")
     p.add_argument("--layer", default="dark5", choices=_LAYERS, help="feature map compared (default dark5)")
@@ -146,13 +154,22 @@ def _parse_devices(devices: str) -> int | str:
 
 
 def run(args: argparse.Namespace) -> int:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="scenemetrics-osim-") as tmp:
+        return _run(args, Path(tmp))
+
+
+def _run(args: argparse.Namespace, tmp: Path) -> int:
     import torch
 
     from scenemetrics.osim.functional import load_detector
-    from scenemetrics.osim.yolox import normalize_variant
+    from scenemetrics.osim.yolox import normalize_variant, random_checkpoint
 
+    random_weights = random_weights_banner(args)
+    detector = args.detector or ("yolox_nano" if random_weights else "yolox_x")
     try:
-        variant = normalize_variant(args.detector)
+        variant = normalize_variant(detector)
     except ValueError as err:
         raise CLIError(f"--detector: {err}") from None
     class_names = read_class_names(args.class_names) if args.class_names is not None else None
@@ -177,7 +194,13 @@ def run(args: argparse.Namespace) -> int:
         rank, world, device = fabric.global_rank, fabric.world_size, fabric.device
     else:
         device = resolve_device(args.device)
-    model = load_detector(variant, args.weights, device)
+    weights = args.weights
+    quiet = args.quiet or rank != 0
+    if random_weights:
+        announce(f"building a random {variant} detector ...", quiet=quiet)
+        weights = str(random_checkpoint(variant, tmp / f"{variant}-random.pth"))
+    announce(f"loading the {variant} detector ...", quiet=quiet)
+    model = load_detector(variant, weights, device)
     report = _evaluate(args, pairs[rank::world], model, device, class_names, quiet=args.quiet or rank != 0)
     if world > 1:
         gathered: list[Any] = [None] * world
@@ -188,8 +211,12 @@ def run(args: argparse.Namespace) -> int:
         report["views"].sort(key=lambda v: order[v["render"]])
         report["objects"].sort(key=lambda o: (order[o["render"]], o["index"]))
     if rank == 0:
-        weights = str(args.weights) if args.weights is not None else f"cache ({variant}.pth)"
+        if random_weights:
+            weights = "random (uncalibrated)"
+        else:
+            weights = str(args.weights) if args.weights is not None else f"cache ({variant}.pth)"
         report = {
+            **({"warning": RANDOM_BANNER} if random_weights else {}),
             "osim": report["osim"],
             "num_views": len(pairs),
             "num_objects": len(report["objects"]),
@@ -208,6 +235,8 @@ def run(args: argparse.Namespace) -> int:
         path = write_json(Path(args.out) / "osim.json", report)
         if not args.quiet:
             print(f"OSIM = {report['osim']:.4f} over {len(pairs)} view(s), {report['num_objects']} object(s); {path}")
+        if random_weights:
+            print(RANDOM_BANNER, file=sys.stderr)
     if fabric is not None:
         fabric.barrier()
     return 0

@@ -14,9 +14,12 @@ import argparse
 import contextlib
 import json
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
-from scenemetrics.cli import CLIError
+from scenemetrics.cli import RANDOM_BANNER, CLIError, announce, show_progress
+from scenemetrics.jsonio import dumps
 
 __all__ = ["register", "run_embed", "run_train_head"]
 
@@ -73,7 +76,20 @@ def register(subparsers: Any) -> None:
         description="Build a PRISM feature cache from a scenemetrics.prism.dataset/1 folder.",
     )
     embed.add_argument("dataset_dir", metavar="DATASET_DIR")
-    embed.add_argument("--model", default=None, metavar="PATH_OR_REPO", help="Zero123 diffusers folder or hub id")
+    embed.add_argument(
+        "--weights",
+        "--model",
+        dest="model",
+        default=None,
+        metavar="PATH_OR_REPO",
+        help="Zero123 diffusers folder or Hugging Face repo id (default: ashawkey/zero123-xl-diffusers)",
+    )
+    embed.add_argument(
+        "--random-weights",
+        action="store_true",
+        help="a tiny deterministic random Zero123 instead (offline; uncalibrated 208-d features, a smoke test only)",
+    )
+    embed.set_defaults(_weights_flags=("--weights", "--random-weights"))
     embed.add_argument("--out", required=True, metavar="CACHE_DIR", help="output feature-cache folder")
     embed.add_argument("--timestep", type=int, default=0)
     embed.add_argument("--noise-seed", type=int, default=0)
@@ -115,7 +131,7 @@ def run_train_head(args: argparse.Namespace) -> int:
             accelerator=args.accelerator,
             devices=args.devices,
             num_workers=args.num_workers,
-            progress=not args.no_progress,
+            progress=show_progress(args.no_progress),
         )
     summary = {
         "epochs_completed": result.epochs_completed,
@@ -124,27 +140,42 @@ def run_train_head(args: argparse.Namespace) -> int:
         "best_checkpoint": str(result.best_checkpoint),
         "last_checkpoint": str(result.last_checkpoint),
     }
-    print(json.dumps(summary))
+    print(dumps(summary, indent=None))
     return 0
 
 
 def run_embed(args: argparse.Namespace) -> int:
     """``scenemetrics prism embed``."""
-    import torch
-
     from scenemetrics.cli import resolve_device
-    from scenemetrics.prism.data import anchor_embeddings_from_cache, build_feature_cache, read_feature_cache
-    from scenemetrics.prism.features import Zero123Features
     from scenemetrics.prism.head import ProjectionHead
-    from scenemetrics.prism.mmd import save_anchors
 
     if args.head is not None and args.anchors_out is None:
         print("scenemetrics prism embed: error: --head is only used with --anchors-out", file=sys.stderr)
         return 2
+    if args.random_weights and args.model is not None:
+        raise CLIError("--weights and --random-weights exclude each other; pass one of them")
     device = resolve_device(None if args.device in (None, "auto") else args.device)
     head = ProjectionHead.load(args.head) if args.head is not None else None
+    with tempfile.TemporaryDirectory(prefix="scenemetrics-prism-") as tmp:
+        model = args.model
+        if args.random_weights:
+            from scenemetrics.prism.random import random_checkpoint
+
+            print(RANDOM_BANNER, file=sys.stderr)
+            model = str(random_checkpoint(Path(tmp) / "zero123-random"))
+        announce(f"loading the Zero123 model {model or 'ashawkey/zero123-xl-diffusers'} ...", quiet=args.no_progress)
+        return _embed(args, model, device, head)
+
+
+def _embed(args: argparse.Namespace, model: str | None, device: Any, head: Any) -> int:
+    import torch
+
+    from scenemetrics.prism.data import anchor_embeddings_from_cache, build_feature_cache, read_feature_cache
+    from scenemetrics.prism.features import Zero123Features
+    from scenemetrics.prism.mmd import save_anchors
+
     extractor = Zero123Features.from_pretrained(
-        args.model,
+        model,
         timestep=args.timestep,
         noise_seed=args.noise_seed,
         image_size=args.image_size,
@@ -158,7 +189,7 @@ def run_embed(args: argparse.Namespace) -> int:
         extractor,
         batch_size=args.batch_size,
         store_dtype=args.store_dtype,
-        progress=not args.no_progress,
+        progress=show_progress(args.no_progress),
     )
     index, _ = read_feature_cache(out)
     summary: dict[str, Any] = {
@@ -168,6 +199,7 @@ def run_embed(args: argparse.Namespace) -> int:
         "out": str(out),
     }
     if args.anchors_out is not None:
+        announce(f"embedding the {args.anchor_split} anchors ...", quiet=args.no_progress)
         anchors = anchor_embeddings_from_cache(out, head, split=args.anchor_split)
         if anchors.shape[0] == 0:
             raise CLIError(f"the dataset has no anchors in split {args.anchor_split!r}; choose --anchor-split")
@@ -184,5 +216,7 @@ def run_embed(args: argparse.Namespace) -> int:
             metadata={"extractor": json.dumps(extractor.provenance(), sort_keys=True), "head": head_meta},
         )
         summary["anchors_file"] = str(args.anchors_out)
-    print(json.dumps(summary))
+    if args.random_weights:
+        summary["warning"] = RANDOM_BANNER
+    print(dumps(summary, indent=None))
     return 0

@@ -9,27 +9,26 @@ Example:
     torch.Size([1, 64, 64])
 """
 
-from scenemetrics.puzzlesim.backbone import BACKBONES, BackboneSpec, load_backbone, random_checkpoint
-from scenemetrics.puzzlesim.functional import (
-    best_match_similarity,
-    puzzle_similarity,
-    puzzle_similarity_map,
-    soft_best_match_similarity,
-)
-from scenemetrics.puzzlesim.memory import DEFAULT_LAYER_WEIGHTS, DEFAULT_LAYERS, PuzzleSimMemory
-from scenemetrics.puzzlesim.metric import PuzzleSim
+from __future__ import annotations
 
-__all__ = [
-    "BACKBONES",
-    "DEFAULT_LAYERS",
-    "DEFAULT_LAYER_WEIGHTS",
-    "BackboneSpec",
-    "PuzzleSim",
-    "PuzzleSimMemory",
-    "best_match_similarity",
-    "load_backbone",
-    "puzzle_similarity",
-    "puzzle_similarity_map",
-    "random_checkpoint",
-    "soft_best_match_similarity",
-]
+from scenemetrics._lazy import lazy_exports
+
+# names resolve on first use, so importing the package (or its ``cli`` module for ``--help``) does not import torch
+_EXPORTS = {
+    "BACKBONES": "backbone",
+    "BackboneSpec": "backbone",
+    "load_backbone": "backbone",
+    "random_checkpoint": "backbone",
+    "best_match_similarity": "functional",
+    "puzzle_similarity": "functional",
+    "puzzle_similarity_map": "functional",
+    "soft_best_match_similarity": "functional",
+    "DEFAULT_LAYERS": "memory",
+    "DEFAULT_LAYER_WEIGHTS": "memory",
+    "PuzzleSimMemory": "memory",
+    "PuzzleSim": "metric",
+}
+_SUBMODULES = ("backbone", "functional", "memory", "metric", "search", "approximate", "cli")
+
+_all, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _SUBMODULES)
+__all__ = [name for name in _all if name in _EXPORTS]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -72,12 +73,20 @@ def save_map_pngs(image, sim_map, out: Path, name: str, colormap: str = "jet_r")
 
 
 def run(args: argparse.Namespace) -> int:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="scenemetrics-puzzlesim-") as tmp:
+        return _run(args, Path(tmp))
+
+
+def _run(args: argparse.Namespace, tmp: Path) -> int:
     import numpy as np
     import torch
 
     from scenemetrics.image import list_images, read_image
-    from scenemetrics.puzzlesim import DEFAULT_LAYER_WEIGHTS, DEFAULT_LAYERS, PuzzleSimMemory
+    from scenemetrics.puzzlesim import DEFAULT_LAYER_WEIGHTS, DEFAULT_LAYERS, PuzzleSimMemory, random_checkpoint
 
+    random_weights = _cli.random_weights_banner(args)
     device = _cli.resolve_device(args.device)
     layers = tuple(args.layers) if args.layers else DEFAULT_LAYERS
     weights = (
@@ -89,14 +98,22 @@ def run(args: argparse.Namespace) -> int:
     ref_files = list_images(args.refs, "--refs")
     image_files = list_images(args.images, "--images")
     refs = [read_image(f) for f in _cli.progress(ref_files, quiet=args.quiet, desc="reading references")]
+    weights_path = args.weights
+    if random_weights:
+        weights_path = str(random_checkpoint(args.backbone, tmp / f"{args.backbone}-random.pth"))
+    _cli.announce(
+        f"loading the {args.backbone} backbone and embedding {len(refs)} reference view"
+        f"{'' if len(refs) == 1 else 's'} ...",
+        quiet=args.quiet,
+    )
     memory = PuzzleSimMemory(
         refs,
         backbone=args.backbone,
         layers=layers,
-        weights_path=args.weights,
+        weights_path=weights_path,
         resize=tuple(args.resize) if args.resize else None,
         device=device,
-        progress=not args.quiet,
+        progress=_cli.show_progress(args.quiet),
     )
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict[str, Any]] = {}
@@ -115,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
     _cli.write_json(
         out / "scores.json",
         {
+            **({"warning": _cli.RANDOM_BANNER} if random_weights else {}),
             "metric": "puzzlesim",
             "mean_score": float(np.mean(scores)),
             "higher_is_better": True,
@@ -124,7 +142,9 @@ def run(args: argparse.Namespace) -> int:
                 "layers": list(memory.layers),
                 "layer_weights": list(weights) if weights else None,
                 "resize": list(args.resize) if args.resize else None,
-                "weights": args.weights or "hub cache (torchvision ImageNet)",
+                "weights": "random (uncalibrated)"
+                if random_weights
+                else (args.weights or "hub cache (torchvision ImageNet)"),
                 "references": [str(f) for f in ref_files],
                 "device": str(device),
             },
@@ -132,4 +152,6 @@ def run(args: argparse.Namespace) -> int:
     )
     if not args.quiet:
         print(f"PuzzleSim mean score {np.mean(scores):.4f} over {len(scores)} image(s); results in {out}")
+    if random_weights:
+        print(_cli.RANDOM_BANNER, file=sys.stderr)
     return 0

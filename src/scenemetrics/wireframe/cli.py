@@ -4,8 +4,8 @@
 wireframes against ground truth. A file is JSON holding one house ``{"vertices": [[x, y, z], ...], "edges":
 [[i, j], ...]}`` (HoHo's ``wf_vertices``/``wf_edges`` keys also work) or a list of such objects, or an ``.npz`` with
 arrays ``vertices`` and ``edges`` (one house). Houses are paired by position. It prints one row per house and the
-macro mean (NaNs skipped); ``--out DIR`` also writes ``wireframe_eval.json`` (NaN as ``null``) and
-``wireframe_eval.csv``.
+macro mean (NaNs skipped); ``--out DIR`` also writes ``wireframe_eval.json`` (standard JSON: a NaN is ``null``, listed
+under ``"non_finite"``) and ``wireframe_eval.csv``, and says so on stderr.
 
 ``properties --metric NAME [--houses N] [--seed S] [--threshold T] [--radius R]`` runs the property suite of the
 paper's Table 2 on ``synthetic_houses(N, seed=S)`` (metres) and prints the table.
@@ -131,6 +131,10 @@ def _load_houses(path: str, flag: str) -> list:
     return houses
 
 
+def _houses(n: int) -> str:
+    return f"{n} house" if n == 1 else f"{n} houses"
+
+
 def _fmt(x: float) -> str:
     return "nan" if math.isnan(x) else f"{x:.6g}"
 
@@ -154,7 +158,9 @@ def _run_eval(args: argparse.Namespace) -> int:
         return _usage(args, problem)
     preds, gts = _load_houses(args.pred, "--pred"), _load_houses(args.gt, "--gt")
     if len(preds) != len(gts):
-        raise CLIError(f"--pred has {len(preds)} houses but --gt has {len(gts)}; houses are paired by position")
+        raise CLIError(
+            f"--pred has {_houses(len(preds))} but --gt has {_houses(len(gts))}; houses are paired by position"
+        )
     metric = WireframeMetrics(names, threshold=args.threshold, radius=args.radius)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # per-house NaNs are shown in the table itself
@@ -172,9 +178,6 @@ def _run_eval(args: argparse.Namespace) -> int:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
 
-        def clean(d: dict[str, float]) -> dict[str, float | None]:
-            return {k: (None if math.isnan(v) else v) for k, v in d.items()}
-
         config = {
             "pred": str(args.pred),
             "gt": str(args.gt),
@@ -184,16 +187,19 @@ def _run_eval(args: argparse.Namespace) -> int:
             "average": "macro",
             "n_houses": len(rows),
         }
-        result = {"per_house": [clean(r) for r in rows], "mean": clean(mean), "config": config}
-        write_json(out / "wireframe_eval.json", result)
-        with open(out / "wireframe_eval.csv", "w", newline="") as fh:
+        result = {"per_house": rows, "mean": mean, "config": config}
+        json_path = write_json(out / "wireframe_eval.json", result)
+        csv_path = out / "wireframe_eval.csv"
+        with open(csv_path, "w", newline="") as fh:
             writer = csv.writer(fh)
             writer.writerow(header)
             writer.writerows(table)
+        print(f"wrote {json_path} and {csv_path} ({_houses(len(rows))})", file=sys.stderr)
     return 0
 
 
 def _run_properties(args: argparse.Namespace) -> int:
+    from scenemetrics.cli import show_progress
     from scenemetrics.wireframe.metrics import METRIC_NAMES, make_metric
     from scenemetrics.wireframe.properties import format_property_table, property_suite
     from scenemetrics.wireframe.synthetic import synthetic_houses
@@ -207,7 +213,7 @@ def _run_properties(args: argparse.Namespace) -> int:
         return _usage(args, problem)
     metric = make_metric(args.metric, **_options(args.metric, args))
     houses = synthetic_houses(args.houses, seed=args.seed)
-    table = property_suite(metric, houses, seed=args.seed, show_progress=not args.quiet)
+    table = property_suite(metric, houses, seed=args.seed, show_progress=show_progress(args.quiet))
     print(format_property_table({args.metric: table}))
     return 0
 
