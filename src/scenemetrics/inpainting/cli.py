@@ -143,10 +143,18 @@ def run(args: argparse.Namespace) -> int:
     files = {
         "inpainted": viz.save_png(after, out / f"{stem}_inpainted.png"),
         "mask": viz.save_png(mask, out / f"{stem}_mask.png"),
-        "panel": viz.save_png(
-            viz.hstack([before, viz.apply_colormap(result.map_before, "jet_r", 0.0, 1.0), after, mask], separator=4),
-            out / f"{stem}_panel.png",
-        ),
+        "panel": viz.map_picture(
+            result.map_before.cpu(),
+            image=before,
+            show=("image", "map"),
+            labels={"image": f"before (quality {result.quality_before:.4f})", "map": "PuzzleSim map before"},
+            extra_tiles=[(f"after (quality {result.quality_after:.4f})", after), ("inpainted pixels (white)", mask)],
+            title=(
+                f"PuzzleSim-guided inpainting of {image_path.name}: quality {result.quality_before:.4f} -> "
+                f"{result.quality_after:.4f} (mean map, higher = better), {len(result.history)} round(s), "
+                f"{100 * result.mask_fraction:.1f}% of pixels inpainted"
+            ),
+        ).save(out / f"{stem}_panel.png"),
     }
     _cli.write_json(
         out / f"{stem}.json",
