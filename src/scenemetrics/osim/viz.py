@@ -134,13 +134,14 @@ def low_objects_picture(
     image_index: int = 0,
     threshold: float | Tensor | None = None,
     title: str | None = None,
-    max_labels: int = 12,
+    max_labels: int = 10,
     min_height: int = 360,
 ) -> Picture:
     """The OSIM picture for people: objects of one view that score below the scene OSIM, labelled.
 
     Only objects with ``r_ij < threshold`` (default: the scene score ``result.score``) are drawn: a light red fill
-    over their union, a red outline per object, and a label ``"<class> <r>"`` on the ``max_labels`` lowest ones.
+    over their union, a red outline per object, and a label ``"<class> <r>"`` on up to ``max_labels`` of them, lowest
+    first, skipping labels that would cover an earlier one.
     When no object is below the threshold (or nothing was detected, or the threshold is NaN) the image carries a
     notice saying so. Small views are enlarged by an integer factor so labels stay readable.
 
@@ -150,7 +151,7 @@ def low_objects_picture(
         image_index: which view of ``result`` the image shows.
         threshold: objects below it are drawn (default ``result.score``).
         title: picture title (default names the view index and the scores).
-        max_labels: how many of the lowest objects get a text label (the others are outlined only).
+        max_labels: at most this many objects get a text label (the others are outlined only).
         min_height: smallest displayed image height in pixels.
 
     Returns:
@@ -194,9 +195,9 @@ def low_objects_picture(
             "class_id": int(classes[k]),
             "r": float(r[k]),
             "box": [round(float(v), 2) for v in boxes[k]],
-            "labelled": i < max_labels,
+            "labelled": False,
         }
-        for i, k in enumerate(low)
+        for k in low
     ]
     factor = max(1, math.ceil(min_height / H)) if min_height > H else 1
     canvas = Image.fromarray(base.permute(1, 2, 0).numpy()).resize((W * factor, H * factor), Image.NEAREST)
@@ -217,14 +218,24 @@ def low_objects_picture(
             draw.rectangle(
                 (x0 * factor, y0 * factor, (x1 + 1) * factor - 1, (y1 + 1) * factor - 1), outline=_LOW_COLOR, width=2
             )
-        for obj, (x0, _, y0, _) in list(zip(low_objects, spans, strict=True))[:max_labels][::-1]:
+        face = font(fs)
+        placed: list[tuple[int, int, int, int]] = []
+        for obj, (x0, _, y0, y1) in zip(low_objects, spans, strict=True):
+            if len(placed) == max_labels:
+                break
             text = f"{obj['class']} {obj['r']:.3f}"
-            face = font(fs)
             tw, th = int(face.getlength(text)) + 4, fs + 3
             tx = min(max(0, x0 * factor), W * factor - tw)
-            ty = max(0, y0 * factor - th) if y0 * factor >= th else y0 * factor
-            draw.rectangle((tx, ty, tx + tw, ty + th), fill=(120, 0, 0))
-            draw.text((tx + 2, ty + 1), text, fill=(255, 255, 255), font=face)
+            # above the box when there is room, else just inside its top, else inside its bottom
+            spots = [y0 * factor - th - 1, y0 * factor + 2, (y1 + 1) * factor - th - 2]
+            for ty in (t for t in spots if 0 <= t <= H * factor - th - 1):
+                rect = (tx, ty, tx + tw, ty + th)
+                if not any(rect[0] < q[2] and q[0] < rect[2] and rect[1] < q[3] and q[1] < rect[3] for q in placed):
+                    placed.append(rect)
+                    obj["labelled"] = True
+                    draw.rectangle(rect, fill=(120, 0, 0))
+                    draw.text((tx + 2, ty + 1), text, fill=(255, 255, 255), font=face)
+                    break
     else:
         if math.isnan(thr):
             notice = "No object detected in the references: OSIM is undefined (NaN); nothing to mark."
@@ -245,8 +256,12 @@ def low_objects_picture(
         f"{len(low)} of {n_obj} detected object(s) in this view score below the scene OSIM {thr:.4f}; only those "
         "are drawn. Score r = feature similarity of the object between render and reference (1 = same)."
     ]
-    if len(low) > max_labels:
-        notes.append(f"The {max_labels} lowest are labelled; {len(low) - max_labels} more are outlined only.")
+    n_labelled = sum(obj["labelled"] for obj in low_objects)
+    if n_labelled < len(low):
+        notes.append(
+            f"{n_labelled} are labelled, lowest first where labels do not overlap (at most {max_labels}); the "
+            f"other {len(low) - n_labelled} are outlined only."
+        )
     pic = panel(
         [("render with objects below the scene score", np.asarray(canvas))],
         title=head,
