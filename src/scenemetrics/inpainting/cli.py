@@ -109,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     from scenemetrics import viz
     from scenemetrics.image import read_image
     from scenemetrics.inpainting.loop import puzzle_inpaint
+    from scenemetrics.inpainting.picture import inpainting_picture
 
     device = _cli.resolve_device(args.device)
     image_path = Path(args.image)
@@ -138,23 +139,12 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = image_path.stem
-    before, after = image.cpu(), result.image.cpu()
+    after = result.image.cpu()
     mask = result.mask.cpu().to(torch.float32)
     files = {
         "inpainted": viz.save_png(after, out / f"{stem}_inpainted.png"),
         "mask": viz.save_png(mask, out / f"{stem}_mask.png"),
-        "panel": viz.map_picture(
-            result.map_before.cpu(),
-            image=before,
-            show=("image", "map"),
-            labels={"image": f"before (quality {result.quality_before:.4f})", "map": "PuzzleSim map before"},
-            extra_tiles=[(f"after (quality {result.quality_after:.4f})", after), ("inpainted pixels (white)", mask)],
-            title=(
-                f"PuzzleSim-guided inpainting of {image_path.name}: quality {result.quality_before:.4f} -> "
-                f"{result.quality_after:.4f} (mean map, higher = better), {len(result.history)} round(s), "
-                f"{100 * result.mask_fraction:.1f}% of pixels inpainted"
-            ),
-        ).save(out / f"{stem}_panel.png"),
+        "panel": inpainting_picture(image.cpu(), result, name=image_path.name).save(out / f"{stem}_panel.png"),
     }
     _cli.write_json(
         out / f"{stem}.json",
