@@ -567,7 +567,7 @@ def map_picture(
     display_range: DisplayRange | None = None,
     colormap: str = "jet_r",
     value_label: str = "PuzzleSim similarity",
-    meaning: str = "warm = low similarity = likely artifact",
+    meaning: str | None = None,
     extra_tiles: Sequence[tuple[str, Tensor | np.ndarray]] = (),
     notes: Sequence[str] = (),
     labels: dict[str, str] | None = None,
@@ -587,7 +587,8 @@ def map_picture(
         display_range: colour range; default :func:`robust_range` of ``values``.
         colormap: colormap name.
         value_label: what the values are (over the colour bar).
-        meaning: how to read the colours (added to the notes).
+        meaning: how to read the colours (added to the notes); default: "warm = low similarity = likely artifact"
+            for ``jet_r``, else a pointer to the colour bar.
         extra_tiles: more ``(label, image)`` tiles after the map tiles (e.g. a mask).
         notes: more lines under the picture.
         labels: labels of the ``show`` tiles by name (defaults: "image", "map", "map over the image (bad areas
@@ -610,6 +611,12 @@ def map_picture(
     if image is None and any(s in ("image", "overlay") for s in show):
         raise ValueError("`image` is needed to show the 'image' or 'overlay' tile")
     rng = display_range if display_range is not None else robust_range(values)
+    if meaning is None:
+        meaning = (
+            "warm = low similarity = likely artifact"
+            if colormap == "jet_r"
+            else f"colormap {colormap}: read values on the colour bar (top = high)"
+        )
     labels = {"image": "image", "map": "map", "overlay": "map over the image (bad areas coloured)", **(labels or {})}
     tiles: list[tuple[str, Tensor | np.ndarray]] = []
     for name in show:

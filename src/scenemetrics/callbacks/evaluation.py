@@ -159,8 +159,7 @@ def map_image(values: Tensor, name: str, index: int, colormap: str = "jet_r") ->
     """
     v = values.detach().float().cpu()
     title = f"{name} map, view {index} (mean {float(v.mean()):.4f})"
-    meaning = "warm = low value = likely artifact" if colormap == "jet_r" else f"colormap {colormap}"
-    return map_picture(v, title=title, colormap=colormap, value_label=f"{name} value", meaning=meaning).image
+    return map_picture(v, title=title, colormap=colormap, value_label=f"{name} value").image
 
 
 class MetricRunner:
