@@ -100,9 +100,9 @@ def _puzzlesim_section(scene: Any, out: Path, weights_path: str | None, device: 
         "mean_artifact_auc": sum(aucs) / len(aucs) if aucs else None,
         "views": views,
         "note": (
-            "maps/<view>_raw.npy: exact float32 maps. Pictures (maps/, overlays/, panels/ = novel view | map | "
-            "map over the view | planted artifacts): reversed jet, warm = low similarity = likely artifact; colours "
-            "span the 2nd-98th percentile of each map, the colour bar gives the real values."
+            "puzzlesim/maps/<view>_raw.npy: exact float32 maps. Pictures (puzzlesim/maps/, overlays/, panels/ = "
+            "novel view | map | map over the view | planted artifacts): reversed jet, warm = low similarity = likely "
+            "artifact; colours span the 2nd-98th percentile of each map, the colour bar gives the real values."
         ),
     }
 
