@@ -18,8 +18,8 @@ import json
 import tempfile
 from pathlib import Path
 
-from scenemetrics import viz
 from scenemetrics.inpainting import LaMaInpainter, OpenCVInpainter, puzzle_inpaint
+from scenemetrics.inpainting.picture import inpainting_picture
 from scenemetrics.puzzlesim import PuzzleSimMemory, random_checkpoint
 from scenemetrics.synthetic import make_scene
 
@@ -51,10 +51,7 @@ def main() -> None:
     for name, view, artifact in zip(scene.names, scene.novel_views, scene.artifact_masks, strict=True):
         result = puzzle_inpaint(view, memory, inpainter, mask_dilation=1, **options)
         found = float((result.mask & artifact).sum()) / max(1, int(artifact.sum()))
-        panel = viz.hstack(
-            [view, viz.apply_colormap(result.map_before), result.image, result.mask.float()], separator=4
-        )
-        viz.save_png(panel, out / f"{name}_panel.png")
+        inpainting_picture(view, result, name=name).save(out / f"{name}_panel.png")
         summary[name] = {
             "quality_before": result.quality_before,
             "quality_after": result.quality_after,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -51,10 +52,26 @@ def test_demo_random_weights_end_to_end(tmp_path, capsys):
     ps = report["sections"]["puzzlesim"]
     assert len(ps["views"]) == 4
     for name, view in ps["views"].items():
-        for key in ("map", "overlay", "panel"):
-            assert (out / "puzzlesim" / view[key]).is_file()
+        for key in ("map", "overlay", "panel", "map_raw"):
+            assert view[key].startswith("puzzlesim/") and (out / view[key]).is_file()
         assert (out / "scene" / "novel" / f"{name}.png").is_file()
         assert 0.0 <= view["score"] <= 1.0 + 1e-6
+    # every file path in report.json is relative to the report folder
+    paths = []
+
+    def walk(x):
+        if isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+        elif isinstance(x, str) and x.endswith((".png", ".npy", ".json")):
+            paths.append(x)
+
+    walk(report["sections"])
+    assert len(paths) >= 4 * 4 + 1
+    assert all(not Path(p).is_absolute() and (out / p).is_file() for p in paths), paths
     # even with random weights, planted artifacts rank lower than clean pixels more often than chance
     assert ps["mean_artifact_auc"] > 0.6
 

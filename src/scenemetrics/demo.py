@@ -22,7 +22,8 @@ from scenemetrics import cli as _cli
 __all__ = ["DEMO_SECTIONS", "register", "run", "run_demo"]
 
 DEMO_SECTIONS = ("scenemetrics.osim.demo",)
-"""Optional sections: modules with ``run_demo(scene, out_dir, *, random_weights, weights_path, device, quiet)``."""
+"""Optional sections: modules with ``run_demo(scene, out_dir, *, random_weights, weights_path, device, quiet,
+report_dir)`` returning a JSON-able summary whose file paths are relative to ``report_dir``."""
 
 RANDOM_BANNER = _cli.RANDOM_BANNER
 
@@ -61,7 +62,6 @@ def _auc(scores_pos, scores_neg) -> float:
 def _puzzlesim_section(scene: Any, out: Path, weights_path: str | None, device: Any, quiet: bool) -> dict:
     import torch
 
-    from scenemetrics import viz
     from scenemetrics.puzzlesim import PuzzleSimMemory
     from scenemetrics.puzzlesim.cli import save_map_pngs
 
@@ -73,11 +73,10 @@ def _puzzlesim_section(scene: Any, out: Path, weights_path: str | None, device: 
         with torch.no_grad():
             sim_map = memory.similarity_map(img.to(device))[0].cpu()
         entry: dict[str, Any] = {"score": float(sim_map.mean())}
-        entry.update(save_map_pngs(img, sim_map, out, name))
-        lo, hi = float(sim_map.min()), float(sim_map.max())
-        stretched = viz.apply_colormap(sim_map, vmin=lo, vmax=max(hi, lo + 1e-6))
-        panel = viz.hstack([img, viz.apply_colormap(sim_map), stretched, mask.float()])
-        entry["panel"] = str(viz.save_png(panel, out / "panels" / f"{name}.png").relative_to(out))
+        files = save_map_pngs(
+            img, sim_map, out, name, panel=True, extra_tiles=[("planted artifacts (white)", mask.float())]
+        )
+        entry.update({key: f"{out.name}/{rel}" for key, rel in files.items()})  # relative to the report folder
         if bool(mask.any()) and bool((~mask).any()):
             entry["mean_in_artifacts"] = float(sim_map[mask].mean())
             entry["mean_elsewhere"] = float(sim_map[~mask].mean())
@@ -92,8 +91,9 @@ def _puzzlesim_section(scene: Any, out: Path, weights_path: str | None, device: 
         "mean_artifact_auc": sum(aucs) / len(aucs) if aucs else None,
         "views": views,
         "note": (
-            "panels: novel view | PuzzleSim map (jet_r on [0, 1], warm = artifact) | the same map stretched to its "
-            "own [min, max] | planted artifacts"
+            "puzzlesim/maps/<view>_raw.npy: exact float32 maps. Pictures (puzzlesim/maps/, overlays/, panels/ = "
+            "novel view | map | map over the view | planted artifacts): reversed jet, warm = low similarity = likely "
+            "artifact; colours span the 2nd-98th percentile of each map, the colour bar gives the real values."
         ),
     }
 
@@ -163,7 +163,13 @@ def run_demo(
                 raise
             section = module_name.split(".")[1]
             report["sections"][section] = module.run_demo(
-                scene, out / section, random_weights=random_weights, weights_path=None, device=device, quiet=quiet
+                scene,
+                out / section,
+                random_weights=random_weights,
+                weights_path=None,
+                device=device,
+                quiet=quiet,
+                report_dir=out,
             )
     _cli.write_json(out / "report.json", report)
     return report

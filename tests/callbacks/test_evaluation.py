@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+import types
 import warnings
 
 import pytest
@@ -14,9 +15,9 @@ from tests.utils.standin_metrics import OSIM, PRISMMMD, MeanRender, PRISMDistanc
 
 import scenemetrics as sm
 from scenemetrics.callbacks import RenderedView
-from scenemetrics.callbacks.evaluation import MetricRunner, evenly_spaced, metric_kind, scalars_from_value
+from scenemetrics.callbacks.evaluation import MetricRunner, evenly_spaced, map_image, metric_kind, scalars_from_value
 from scenemetrics.callbacks.views import as_rendered_view, prepare_view
-from scenemetrics.viz import apply_colormap, to_uint8
+from scenemetrics.viz import apply_colormap, map_picture, robust_range, to_uint8
 
 
 @pytest.fixture
@@ -45,11 +46,11 @@ def _run(runner: MetricRunner, views: list[RenderedView], collect: bool = True):
 def test_dispatch_scalars_and_images(weights, monkeypatch) -> None:
     drawn = []
 
-    def fake_draw(image, result, *, image_index=0, threshold=None):
-        drawn.append((image.clone(), result, image_index, threshold))
-        return torch.full((3, *image.shape[-2:]), 7, dtype=torch.uint8)
+    def fake_draw(image, result, *, image_index=0, threshold=None, title=None):
+        drawn.append((image.clone(), result, image_index, threshold, title))
+        return types.SimpleNamespace(image=torch.full((3, *image.shape[-2:]), 7, dtype=torch.uint8))
 
-    monkeypatch.setattr(sm.osim, "draw_low_objects", fake_draw, raising=False)
+    monkeypatch.setattr(sm.osim, "low_objects_picture", fake_draw, raising=False)
     views = _views(3)
     refs = torch.rand(5, 3, 24, 32, generator=torch.Generator().manual_seed(9))
     metrics = {
@@ -97,9 +98,18 @@ def test_dispatch_scalars_and_images(weights, monkeypatch) -> None:
     ]
     single = sm.PuzzleSim(refs, weights_path=weights)
     single.update(views[1].render)
-    assert torch.equal(result.images["scenemetrics/puzzlesim/map/1"], apply_colormap(single.last_maps[0], "jet_r"))
+    # the logged map is the picture for people: the map on its 2nd-98th percentile, title and colour bar
+    assert torch.equal(result.images["scenemetrics/puzzlesim/map/1"], map_image(single.last_maps[0], "puzzlesim", 1))
+    picture = map_picture(single.last_maps[0], title="x", value_label="puzzlesim value")
+    assert result.images["scenemetrics/puzzlesim/map/1"].shape[1:] == picture.image.shape[1:]
+    x0, y0, x1, y1 = picture.tiles[0]["box"]
+    rng = robust_range(single.last_maps[0])
+    s = picture.tiles[0]["scale"]
+    expected_map = apply_colormap(single.last_maps[0], "jet_r", rng.vmin, rng.vmax)
+    assert torch.equal(result.images["scenemetrics/puzzlesim/map/1"][:, y0:y1:s, x0:x1:s], expected_map)
     assert [d[2] for d in drawn] == [0, 0]
     assert all(d[3] == pytest.approx(result.scalars["scenemetrics/osim"]) for d in drawn)
+    assert "objects below the scene score" in drawn[0][4]
     assert torch.equal(drawn[0][0], views[0].render)
     assert torch.equal(result.images["scenemetrics/osim/overlay/0"], torch.full((3, 24, 32), 7, dtype=torch.uint8))
 

@@ -18,6 +18,7 @@ ns = pytest.importorskip("nerfstudio")
 from tests.utils.standin_metrics import PRISMDistance  # noqa: E402
 
 import scenemetrics as sm  # noqa: E402
+from scenemetrics.callbacks.evaluation import map_image  # noqa: E402
 
 
 def _installed() -> bool:
@@ -208,7 +209,11 @@ def test_callback_on_stub_pipeline(tmp_path, written) -> None:
     assert scalars["scenemetrics/puzzlesim"][1] == 10
     (name, image, step), *rest = written["images"]
     assert (name, step, rest) == ("scenemetrics/puzzlesim/map/0", 10, [])
-    assert image.shape == (24, 32, 3) and image.dtype == torch.float32 and 0 <= float(image.min()) <= 1
+    assert image.dtype == torch.float32 and 0 <= float(image.min()) <= 1 and image.shape[2] == 3
+    single = sm.PuzzleSim(refs, weights_path=w)
+    single.update(renders[0].clamp(0, 1).permute(2, 0, 1)[None])
+    expected = map_image(single.last_maps[0], "puzzlesim", 0)  # the 24x32 map as a titled picture with colour bar
+    assert torch.equal((image * 255).round().to(torch.uint8), expected.permute(1, 2, 0))
 
 
 def test_callback_prism_wiring_with_standins(tmp_path, written, monkeypatch) -> None:

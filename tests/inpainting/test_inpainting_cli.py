@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 
 from scenemetrics import viz
@@ -55,14 +56,38 @@ def test_cli_opencv_writes_result_mask_panel_and_json(folders, squeeze_weights, 
     assert inpainted.mean() == pytest.approx(report["mask_fraction"])
     assert np.array_equal(after[~inpainted], before[~inpainted])
 
+    # the panel for people: before | map before (with colour bar) | after | mask, each 64 px view enlarged 3x
     panel = _png(out / "render_panel.png")
-    assert panel.shape == (64, 4 * 64 + 3 * 4, 3)
-    assert np.array_equal(panel[:, :64], before) and np.array_equal(panel[:, 2 * 68 : 2 * 68 + 64], after)
-    assert np.array_equal(panel[:, 3 * 68 :], mask) and (panel[:, 64:68] == 255).all()
     ref_images = [read_image(p) for p in sorted(refs.iterdir())]
     sim = puzzle_similarity_map(read_image(image_path), ref_images, weights_path=squeeze_weights)[0]
-    colored = viz.apply_colormap(sim, "jet_r", 0.0, 1.0).permute(1, 2, 0).numpy().astype(int)
-    assert np.abs(panel[:, 68 : 68 + 64].astype(int) - colored).max() <= 1
+    layout = viz.map_picture(
+        sim,
+        image=read_image(image_path),
+        show=("image", "map"),
+        labels={"image": f"before (quality {report['quality_before']:.4f})", "map": "PuzzleSim map before"},
+        extra_tiles=[
+            (f"after (quality {report['quality_after']:.4f})", torch.from_numpy(after).permute(2, 0, 1)),
+            ("inpainted pixels (white)", torch.from_numpy(mask).permute(2, 0, 1)),
+        ],
+        title=(
+            f"PuzzleSim-guided inpainting of render.png: quality {report['quality_before']:.4f} -> "
+            f"{report['quality_after']:.4f} (mean map, higher = better), {report['rounds']} round(s), "
+            f"{100 * report['mask_fraction']:.1f}% of pixels inpainted"
+        ),
+    )
+    assert panel.shape == tuple(layout.image.permute(1, 2, 0).shape)
+    tiles = {}
+    for t in layout.tiles:
+        x0, y0, x1, y1 = t["box"]
+        assert t["scale"] == 3 and (x1 - x0, y1 - y0) == (192, 192)
+        tiles[t["label"].split(" ")[0]] = panel[y0:y1:3, x0:x1:3]
+    assert np.array_equal(tiles["before"], before) and np.array_equal(tiles["after"], after)
+    assert np.array_equal(tiles["inpainted"], mask)
+    rng = viz.robust_range(sim)
+    colored = viz.apply_colormap(sim, "jet_r", rng.vmin, rng.vmax).permute(1, 2, 0).numpy().astype(int)
+    assert np.abs(tiles["PuzzleSim"].astype(int) - colored).max() <= 1
+    bar = layout.colorbar
+    assert bar.label == "PuzzleSim similarity" and float(bar.labels[0]) == pytest.approx(rng.vmax, abs=1e-2)
 
 
 def test_cli_lama_through_lama_weights(folders, squeeze_weights, tmp_path, lama_script):

@@ -24,7 +24,8 @@ from tests.utils.tiny_splat import make_splat_scene  # noqa: E402
 
 import scenemetrics as sm  # noqa: E402
 from scenemetrics.callbacks import RenderedView, SceneMetricsCallback  # noqa: E402
-from scenemetrics.viz import apply_colormap, to_uint8  # noqa: E402
+from scenemetrics.callbacks.evaluation import map_image  # noqa: E402
+from scenemetrics.viz import to_uint8  # noqa: E402
 
 SIZE = (24, 32)  # non-square on purpose: a CHW/HWC mix-up cannot go unnoticed
 
@@ -128,8 +129,9 @@ def test_tensorboard_readback_references_once_and_monitoring(tmp_path, weights, 
 
     images = acc.Images("scenemetrics/puzzlesim/map/0")
     assert [e.step for e in images] == [5, 10, 15, 20]
-    assert (images[-1].height, images[-1].width) == SIZE
-    assert torch.equal(_decode(images[-1]), apply_colormap(first_map, "jet_r"))
+    expected_picture = map_image(first_map, "puzzlesim", 0)  # map + title + colour bar of real values
+    assert (images[-1].height, images[-1].width) == tuple(expected_picture.shape[1:])
+    assert torch.equal(_decode(images[-1]), expected_picture)
     with torch.no_grad():
         render0 = model.render(scene.eval_viewmats[0]).clamp(0, 1)
     assert torch.equal(_decode(acc.Images("scenemetrics/render/0")[-1]), to_uint8(render0))
@@ -163,7 +165,9 @@ def test_wandb_offline_readback(tmp_path, weights, scene) -> None:
     assert kinds <= {"images/separated", "image-file"}
     pngs = glob.glob(os.path.join(runs[0], "files", "media", "images", "scenemetrics", "puzzlesim", "map", "*.png"))
     assert len(pngs) == 4
-    assert Image.open(pngs[0]).size == (SIZE[1], SIZE[0])
+    # the picture for people: the 24x32 map enlarged (integer factor, >= 160 px high), a title and a colour bar
+    width, height = Image.open(pngs[0]).size
+    assert height > 160 and width > 160 * SIZE[1] / SIZE[0]
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ from PIL import Image
 
 from scenemetrics.openlex3d import (
     CATEGORY_COLORS,
+    category_picture,
     colorize_categories,
     load_gt_cloud,
     load_prediction_folder,
@@ -184,7 +185,26 @@ def test_render_topdown():
 
 def test_save_png(tmp_path):
     path = tmp_path / "scene_top5.png"
-    save_category_png(path, torch.tensor(PTS), torch.tensor([0, 1, 2]), resolution=64)
+    save_category_png(path, torch.tensor(PTS), torch.tensor([0, 1, 2]), resolution=64, legend=False)
     img = np.asarray(Image.open(path))
     assert img.shape == (64, 64, 3)
     assert {tuple(c) for c in img.reshape(-1, 3).tolist()} == {(0, 0, 0), (2, 158, 115), (1, 115, 178), (236, 225, 51)}
+
+
+def test_category_picture_has_title_and_legend(tmp_path):
+    codes = np.array([0, 0, 5, -1])
+    pts = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
+    pic = category_picture(pts, codes, resolution=64, title="scene0 top-5")
+    assert pic.title == "scene0 top-5" and pic.info["counts"]["synonyms"] == 2
+    assert pic.info["counts"]["incorrect"] == 1 and pic.info["counts"]["none"] == 1
+    # one legend entry per category, in the paper's colours, with the share of points
+    assert [rgb for _, rgb in pic.legend] == [CATEGORY_COLORS[k] for k in (*list(CATEGORY_COLORS)[:-1], "none")]
+    assert pic.legend[0][0] == "synonym (50.0 %)" and pic.legend[5][0] == "incorrect (25.0 %)"
+    assert pic.legend[2][0] == "visually similar (0.0 %)" and pic.legend[6][0] == "not evaluated (25.0 %)"
+    x0, y0, x1, y1 = pic.tiles[0]["box"]
+    assert np.array_equal(
+        pic.image[:, y0:y1, x0:x1].permute(1, 2, 0).numpy(), render_topdown(pts, codes, resolution=64)
+    )
+    path = tmp_path / "with_legend.png"
+    save_category_png(path, pts, codes, resolution=64, title="scene0 top-5")
+    assert np.array_equal(np.asarray(Image.open(path)), pic.image.permute(1, 2, 0).numpy())

@@ -57,7 +57,8 @@ def test_cli_writes_json_and_overlays(tmp_path, folders, nano_ckpt, capsys) -> N
     assert len(obj["box"]) == 4
     for rel in ("a.png", "b.png", "sub/c.png"):
         overlay = read_image(out / "overlays" / rel)
-        assert overlay.shape == (3, 96, 128)
+        # the labelled picture: the 96x128 view enlarged 4x (>= 360 px high) with a title, legend and notes around it
+        assert overlay.shape[1] > 4 * 96 and overlay.shape[2] >= 4 * 128
     fn.clear_detector_cache()
 
 
@@ -123,8 +124,12 @@ def test_demo_with_random_weights(tmp_path) -> None:
     assert json.loads((tmp_path / "demo" / "osim.json").read_text())["osim"] == pytest.approx(
         summary["osim"], nan_ok=True
     )
-    for v in summary["views"]:
-        assert Path(v["overlay"]).is_file() and Path(v["overlay"]).name.startswith("view_")
+    for v in summary["views"]:  # paths relative to the report folder (here the demo folder itself)
+        assert not Path(v["overlay"]).is_absolute() and Path(v["overlay"]).name.startswith("view_")
+        assert (tmp_path / "demo" / v["overlay"]).is_file()
+    assert summary["json"] == "osim.json" and summary["overlays"] == "osim_overlays"
+    nested = run_demo(_scene(1), tmp_path / "r" / "osim", random_weights=True, quiet=True, report_dir=tmp_path / "r")
+    assert nested["views"][0]["overlay"] == "osim/osim_overlays/view_000.png" and nested["json"] == "osim/osim.json"
     assert summary["num_objects"] > 0 and 0 <= summary["osim"] < 1
     fn.clear_detector_cache()
 
@@ -139,7 +144,7 @@ def test_demo_with_given_weights_and_no_detection(tmp_path, nano_ckpt, fixed_det
         summary = run_demo(_scene(1), tmp_path / "f", random_weights=False, weights_path=nano_ckpt, device="cpu",
                            quiet=False, detector="yolox_nano")  # fmt: skip
     assert math.isnan(summary["osim"]) and "nan_reason" in summary and summary["num_objects"] == 0
-    assert Path(summary["views"][0]["overlay"]).is_file()
+    assert (tmp_path / "f" / summary["views"][0]["overlay"]).is_file()
     with pytest.raises(ValueError, match="same length"):
         run_demo(SimpleNamespace(novel_views=[], novel_targets=[torch.zeros(3, 8, 8)], names=[]), tmp_path / "e",
                  random_weights=True, weights_path=None, device="cpu", quiet=True)  # fmt: skip

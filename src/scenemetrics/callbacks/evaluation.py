@@ -39,7 +39,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from scenemetrics.callbacks.views import RenderedView
-from scenemetrics.viz import apply_colormap, to_uint8
+from scenemetrics.viz import apply_colormap, map_picture, to_uint8
 
 __all__ = ["EvaluationResult", "MetricRunner", "UpdateFn", "evenly_spaced", "metric_kind", "scalars_from_value"]
 
@@ -149,6 +149,17 @@ def check_colormap(colormap: str) -> str:
     except ValueError as err:
         raise ValueError(f"`map_colormap`: {err}") from None
     return colormap
+
+
+def map_image(values: Tensor, name: str, index: int, colormap: str = "jet_r") -> Tensor:
+    """The logged picture of a metric map: the map on its 2nd-98th percentile with a title and a colour bar.
+
+    Colours are relative to this map (a fixed [0, 1] scale shows PuzzleSim maps as one flat colour); the colour
+    bar's tick labels give the real values, so steps compare by their numbers. ``uint8`` ``(3, H', W')``.
+    """
+    v = values.detach().float().cpu()
+    title = f"{name} map, view {index} (mean {float(v.mean()):.4f})"
+    return map_picture(v, title=title, colormap=colormap, value_label=f"{name} value").image
 
 
 class MetricRunner:
@@ -265,7 +276,7 @@ class MetricRunner:
         maps = getattr(metric, "last_maps", None)
         if isinstance(maps, Tensor) and maps.ndim in (2, 3) and maps.numel():
             first = maps[0] if maps.ndim == 3 else maps
-            self._images[f"{self.prefix}{name}/map/{index}"] = apply_colormap(first.float(), self.map_colormap)
+            self._images[f"{self.prefix}{name}/map/{index}"] = map_image(first, name, index, self.map_colormap)
         if "OSIM" in _class_names(metric):
             result = getattr(metric, "last_result", None)
             if result is not None:
@@ -310,12 +321,13 @@ class MetricRunner:
         return result
 
     def _draw_overlays(self, name: str, scene_score: float) -> None:
-        draw = getattr(importlib.import_module("scenemetrics.osim"), "draw_low_objects", None)
+        draw = getattr(importlib.import_module("scenemetrics.osim"), "low_objects_picture", None)
         if draw is None:
             return
         for index, render, osim_result in self._overlays[name]:
-            image = draw(render, osim_result, image_index=0, threshold=scene_score)
-            self._images[f"{self.prefix}{name}/overlay/{index}"] = to_uint8(image)
+            title = f"{name}, view {index}: objects below the scene score {scene_score:.4f}"
+            picture = draw(render, osim_result, image_index=0, threshold=scene_score, title=title)
+            self._images[f"{self.prefix}{name}/overlay/{index}"] = to_uint8(picture.image)
 
     def _warn_once(self, name: str, what: str, message: str) -> None:
         if (name, what) not in self._warned:

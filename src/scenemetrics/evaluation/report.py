@@ -407,6 +407,7 @@ def _thumbs_section(
     parts = [f"<h2>{_esc(name)}: maps</h2>"]
     parts.append(
         '<p class="note">Render (left) and its map (right, reversed jet: warm = low = likely artifact). '
+        "Each map's colours span its own 2nd-98th percentile, so compare maps by the values on their colour bars. "
         "The value under each pair is the view's score.</p>"
     )
     for scene in scenes:

@@ -548,7 +548,8 @@ def _cpu_states(metric: Any) -> dict[str, Any]:
     return out
 
 
-def _thumbnail(render: Any, sim_map: Any, height: int) -> Any:
+def _thumbnail(render: Any, sim_map: Any, height: int, name: str = "map", view: str = "") -> Any:
+    """Render and map side by side at ``height`` px, titled, with a colour bar of the map's real values."""
     import torch.nn.functional as F
 
     from scenemetrics import viz
@@ -557,8 +558,18 @@ def _thumbnail(render: Any, sim_map: Any, height: int) -> Any:
     size = (height, max(1, round(w * height / h)))
     small = F.interpolate(render[None].float().cpu(), size=size, mode="bilinear", antialias=True, align_corners=False)
     small_map = F.interpolate(sim_map[None, None].float().cpu(), size=size, mode="bilinear", align_corners=False)
-    colored = viz.apply_colormap(small_map[0, 0].clamp(0, 1), "jet_r")
-    return viz.hstack([small[0].clamp(0, 1), colored], separator=2)
+    full = sim_map.detach().float().cpu()
+    return viz.map_picture(
+        small_map[0, 0],
+        image=small[0].clamp(0, 1),
+        show=("image", "map"),
+        labels={"image": "render"},
+        title=f"{name}: {view} (mean {float(full.mean()):.4f})",
+        display_range=viz.robust_range(full),
+        value_label=name,
+        min_height=0,
+        font_size=10,
+    ).image
 
 
 def _objects(metric: Any, result: Any, view: str) -> list[dict]:
@@ -765,7 +776,7 @@ def _evaluate_unit(
                     maps = getattr(metric, "last_maps", None)
                     if isinstance(maps, torch.Tensor) and maps.ndim == 3 and index < config.max_thumbnails:
                         thumbs.setdefault(name, []).append(
-                            (view.name, _thumbnail(render, maps[0].detach(), config.thumbnail_height))
+                            (view.name, _thumbnail(render, maps[0].detach(), config.thumbnail_height, name, view.name))
                         )
                     result = getattr(metric, "last_result", None)
                     if result is not None and hasattr(result, "r") and hasattr(result, "classes"):

@@ -127,6 +127,7 @@ def _run(args: argparse.Namespace) -> int:
     from scenemetrics import viz
     from scenemetrics.image import read_image
     from scenemetrics.inpainting.loop import puzzle_inpaint
+    from scenemetrics.inpainting.picture import inpainting_picture
 
     device = _cli.resolve_device(args.device)
     image_path = Path(args.image)
@@ -161,15 +162,12 @@ def _run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = image_path.stem
-    before, after = image.cpu(), result.image.cpu()
+    after = result.image.cpu()
     mask = result.mask.cpu().to(torch.float32)
     files = {
         "inpainted": viz.save_png(after, out / f"{stem}_inpainted.png"),
         "mask": viz.save_png(mask, out / f"{stem}_mask.png"),
-        "panel": viz.save_png(
-            viz.hstack([before, viz.apply_colormap(result.map_before, "jet_r", 0.0, 1.0), after, mask], separator=4),
-            out / f"{stem}_panel.png",
-        ),
+        "panel": inpainting_picture(image.cpu(), result, name=image_path.name).save(out / f"{stem}_panel.png"),
     }
     _cli.write_json(
         out / f"{stem}.json",

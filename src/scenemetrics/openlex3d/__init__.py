@@ -53,7 +53,14 @@ _NAMES = {
         "retrieval_ap",
     ),
     "metric": ("OpenLex3DRetrieval", "OpenLex3DSetRanking", "OpenLex3DTopN"),
-    "viz": ("CATEGORY_COLORS", "colorize_categories", "render_topdown", "save_category_ply", "save_category_png"),
+    "viz": (
+        "CATEGORY_COLORS",
+        "category_picture",
+        "colorize_categories",
+        "render_topdown",
+        "save_category_ply",
+        "save_category_png",
+    ),
 }
 _WHERE = {name: module for module, names in _NAMES.items() for name in names}
 

@@ -277,7 +277,12 @@ def _evaluate_segmentation(config: dict[str, Any], fabric: Any) -> int:
             if config["viz"]:
                 base = Path(config["viz"]) / f"{scene}_top{n}"
                 save_category_ply(base.with_suffix(".ply"), gt_points, res.point_categories)
-                save_category_png(base.with_suffix(".png"), gt_points, res.point_categories)
+                save_category_png(
+                    base.with_suffix(".png"),
+                    gt_points,
+                    res.point_categories,
+                    title=f"OpenLex3D {scene}: Top-{n} category of each ground-truth point (top-down view)",
+                )
         if result.set_ranking is not None:
             ranking.update_from_result(result.set_ranking)
             entry["set_ranking"] = {k: _json_value(v) for k, v in result.set_ranking.scores.items()}

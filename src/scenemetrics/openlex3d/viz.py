@@ -1,4 +1,4 @@
-"""Per-point Top-N category colouring: colours, a PLY writer and a top-down PNG rendering (no matplotlib).
+"""Per-point Top-N category colouring: colours, a PLY writer and a top-down PNG picture (no matplotlib).
 
 Colours follow the paper's figures (seaborn "colorblind" palette; vis_sim in the paper's yellow): synonyms green,
 depictions blue, visually similar yellow, clutter pink, missing grey, incorrect red/orange, not evaluated white.
@@ -20,7 +20,25 @@ import numpy as np
 
 from ._checks import check_int_array, check_points, to_numpy
 
-__all__ = ["CATEGORY_COLORS", "colorize_categories", "render_topdown", "save_category_ply", "save_category_png"]
+__all__ = [
+    "CATEGORY_COLORS",
+    "category_picture",
+    "colorize_categories",
+    "render_topdown",
+    "save_category_ply",
+    "save_category_png",
+]
+
+CATEGORY_DESCRIPTIONS: dict[str, str] = {
+    "synonyms": "synonym",
+    "depictions": "depiction",
+    "vis_sim": "visually similar",
+    "clutter": "clutter",
+    "missing": "missing",
+    "incorrect": "incorrect",
+    "none": "not evaluated",
+}
+"""Legend text of each category."""
 
 CATEGORY_COLORS: dict[str, tuple[int, int, int]] = {
     "synonyms": (2, 158, 115),
@@ -139,11 +157,68 @@ def render_topdown(
     return image
 
 
-def save_category_png(path: str | os.PathLike, points: Any, point_categories: Any, **render_kwargs: Any) -> None:
-    """Write :func:`render_topdown` as a PNG (Pillow); ``render_kwargs`` go to :func:`render_topdown`."""
+def category_picture(
+    points: Any,
+    point_categories: Any,
+    *,
+    title: str = "OpenLex3D: Top-N category of each ground-truth point (top-down view)",
+    **render_kwargs: Any,
+) -> Any:
+    """:func:`render_topdown` with a title, an axis label and a legend giving each category's colour and share.
+
+    Args:
+        points: ``(G, 3)`` point coordinates.
+        point_categories: ``(G,)`` codes ``-1..5``.
+        title: picture title.
+        **render_kwargs: passed to :func:`render_topdown`.
+
+    Returns:
+        A :class:`scenemetrics.viz.Picture`; its ``legend`` lists ``("<category> (<share> %)", rgb)`` for every
+        category, and ``info["counts"]`` the number of points per category name.
+    """
+    from scenemetrics.viz import panel
+
+    pts = to_numpy(points, "points")
+    image = render_topdown(pts, point_categories, **render_kwargs)
+    codes = _codes(point_categories, len(check_points(pts, "points")))
+    total = max(len(codes), 1)
+    names = ["none", *(k for k in CATEGORY_COLORS if k != "none")]
+    counts = {name: int((codes == code).sum()) for code, name in enumerate(names, start=-1)}
+    legend = [
+        (f"{CATEGORY_DESCRIPTIONS[name]} ({100 * counts[name] / total:.1f} %)", CATEGORY_COLORS[name])
+        for name in [*names[1:], "none"]
+    ]
+    background = tuple(int(c) for c in render_kwargs.get("background", (0, 0, 0)))
+    bg_name = {(0, 0, 0): "black", (255, 255, 255): "white"}.get(background, f"RGB {background}")
+    picture = panel(
+        [("view from above (+z): x to the right, y up", image)],
+        title=title,
+        legend=legend,
+        notes=[
+            f"{len(codes)} points; the highest point wins a pixel; {bg_name} background = no point. "
+            "Shares are of all points."
+        ],
+        min_height=0,
+    )
+    picture.info = {"counts": counts}
+    return picture
+
+
+def save_category_png(
+    path: str | os.PathLike, points: Any, point_categories: Any, *, legend: bool = True, **kwargs: Any
+) -> None:
+    """Write the top-down category picture as a PNG (Pillow).
+
+    With ``legend=True`` (default) the file is :func:`category_picture` (title, axis label, colour legend); with
+    ``legend=False`` it is the bare :func:`render_topdown` image. Other keyword arguments go to those functions
+    (``title`` only with the legend).
+    """
     from PIL import Image
 
-    image = render_topdown(to_numpy(points, "points"), point_categories, **render_kwargs)
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
+    if legend:
+        category_picture(points, point_categories, **kwargs).save(p)
+        return
+    image = render_topdown(to_numpy(points, "points"), point_categories, **kwargs)
     Image.fromarray(image).save(p)

@@ -34,6 +34,7 @@ _EXPORTS = {
     "gbvs": "scenemetrics.osim.saliency",
     "OSIM": "scenemetrics.osim.metric",
     "draw_low_objects": "scenemetrics.osim.viz",
+    "low_objects_picture": "scenemetrics.osim.viz",
 }
 
 

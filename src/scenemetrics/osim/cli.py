@@ -256,8 +256,7 @@ def _evaluate(
     from scenemetrics.image import read_image
     from scenemetrics.osim.functional import class_name, scene_score
     from scenemetrics.osim.metric import OSIM
-    from scenemetrics.osim.viz import draw_low_objects
-    from scenemetrics.viz import save_png
+    from scenemetrics.osim.viz import low_objects_picture
 
     metric = OSIM(
         layer=args.layer,
@@ -321,6 +320,11 @@ def _evaluate(
                     "below_scene": (not math.isnan(score)) and r < score,
                 }
             )
-        overlay = draw_low_objects(read_image(render_path), res, threshold=score)
-        save_png(overlay, Path(args.out) / "overlays" / rel.with_suffix(".png"))
+        picture = low_objects_picture(
+            read_image(render_path),
+            res,
+            threshold=score,
+            title=f"OSIM {rel.as_posix()}: view score {view_score:.4f}, scene score {score:.4f}",
+        )
+        picture.save(Path(args.out) / "overlays" / rel.with_suffix(".png"))
     return {"osim": score, "classes": table, "views": views, "objects": objects}

@@ -35,13 +35,15 @@ def run_demo(
     device: str | torch.device | None = None,
     quiet: bool = False,
     detector: str | None = None,
+    report_dir: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Scene OSIM of ``scene.novel_views`` against ``scene.novel_targets``; overlays and a JSON in ``out_dir``.
 
     Args:
         scene: has ``novel_views`` and ``novel_targets`` (lists of aligned ``(3, H, W)`` tensors in [0, 1]) and
             ``names`` (one per view, used for file names).
-        out_dir: output folder (created): ``osim_overlays/<name>.png`` and ``osim.json``.
+        out_dir: output folder (created): ``osim_overlays/<name>.png`` (each view with its objects below the scene
+            score outlined and labelled, see :func:`~scenemetrics.osim.viz.low_objects_picture`) and ``osim.json``.
         random_weights: build random YOLOX weights in the official layout (through
             :func:`scenemetrics.osim.yolox.random_checkpoint` and the normal ``weights_path`` loader) instead of
             the Megvii checkpoint; the scores are then uncalibrated. If such a detector finds nothing at the
@@ -51,10 +53,11 @@ def run_demo(
         device: torch device (default CPU).
         quiet: no progress output.
         detector: YOLOX variant (default ``yolox_x``, or ``yolox_nano`` with random weights).
+        report_dir: folder the returned (and written) file paths are relative to (default ``out_dir``).
 
     Returns:
         A JSON-able summary: scene score, per-view scores, per-class scores, the weights used and where the
-        files are.
+        files are (paths relative to ``report_dir``).
 
     Raises:
         ValueError: the scene's lists differ in length, or a render and its target differ in shape.
@@ -65,9 +68,8 @@ def run_demo(
     from scenemetrics.cli import write_json
     from scenemetrics.osim.functional import load_detector
     from scenemetrics.osim.metric import OSIM
-    from scenemetrics.osim.viz import draw_low_objects
+    from scenemetrics.osim.viz import low_objects_picture
     from scenemetrics.osim.yolox import random_checkpoint
-    from scenemetrics.viz import save_png
 
     views, targets, names = list(scene.novel_views), list(scene.novel_targets), list(scene.names)
     if not (len(views) == len(targets) == len(names)):
@@ -107,15 +109,20 @@ def run_demo(
         score = float(metric.compute())
     per_view = []
     overlay_dir = out / "osim_overlays"
+    root = Path(report_dir) if report_dir is not None else out
     for name, view, res in zip(names, views, results, strict=True):
-        path = save_png(draw_low_objects(view, res, threshold=score), overlay_dir / f"{Path(str(name)).stem}.png")
+        view_score = res.view_scores(1)[0]
+        picture = low_objects_picture(
+            view, res, threshold=score, title=f"OSIM {name}: view score {view_score:.4f}, scene score {score:.4f}"
+        )
+        path = picture.save(overlay_dir / f"{Path(str(name)).stem}.png")
         per_view.append(
             {
                 "name": str(name),
-                "osim": res.view_scores(1)[0],
+                "osim": view_score,
                 "objects": int(res.r.numel()),
                 "below_scene": int((res.r < score).sum()) if not math.isnan(score) else 0,
-                "overlay": str(path),
+                "overlay": _relative(path, root),
             }
         )
     summary: dict[str, Any] = {
@@ -128,7 +135,7 @@ def run_demo(
         "num_objects": int(metric.count.sum()),
         "class_scores": metric.class_scores(),
         "views": per_view,
-        "overlays": str(overlay_dir),
+        "overlays": _relative(overlay_dir, root),
     }
     if random_weights:
         summary["note"] = "random YOLOX weights: the detections and scores are uncalibrated, for a smoke test only"
@@ -136,8 +143,14 @@ def run_demo(
         summary["conf_note"] = conf_note
     if math.isnan(score):
         summary["nan_reason"] = f"no object was detected in any reference at conf_threshold={conf:.4g}"
-    summary["json"] = str(write_json(out / "osim.json", summary))
+    summary["json"] = _relative(out / "osim.json", root)
+    write_json(out / "osim.json", summary)
     return summary
+
+
+def _relative(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` (POSIX separators), as report files give their paths."""
+    return Path(os.path.relpath(path, root)).as_posix()
 
 
 def _best_score(model: Any, image: torch.Tensor) -> float:

@@ -18,8 +18,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="PuzzleSim artifact maps of images against unaligned reference (training) views",
         description=(
             "Score every image of --images against all views of --refs with PuzzleSim (Hermann et al., ICCV 2025). "
-            "Writes <out>/maps/<name>.png (colormapped map, warm = artifact), <out>/overlays/<name>.png and "
-            "<out>/scores.json (per-image mean map value and the mean over all images)."
+            "Writes <out>/scores.json (per-image mean map value and the mean over all images), "
+            "<out>/maps/<name>_raw.npy (the exact float32 map, for programs), and pictures for people: "
+            "<out>/maps/<name>.png (the map, warm = likely artifact) and <out>/overlays/<name>.png (the image "
+            "coloured where the map is low), each with a title and a colour bar of real values; colours span the "
+            "2nd-98th percentile of each map."
         ),
     )
     p.add_argument("--refs", required=True, metavar="DIR", help="folder of reference / training views")
@@ -55,21 +58,59 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--colormap", default="jet_r", help="colormap of the map PNGs (default jet_r: warm = artifact)")
     p.add_argument("--save-raw", action="store_true", help="also save each float map as <out>/raw/<name>.npy")
+    p.add_argument("--panels", action="store_true", help="also write <out>/panels/<name>.png: image | map | overlay")
     p.set_defaults(func=run)
 
 
-def save_map_pngs(image, sim_map, out: Path, name: str, colormap: str = "jet_r") -> dict[str, str]:
-    """Write ``maps/<name>.png`` (colormapped map) and ``overlays/<name>.png`` (image blended with the map)."""
+def save_map_pngs(
+    image,
+    sim_map,
+    out: Path,
+    name: str,
+    colormap: str = "jet_r",
+    *,
+    panel: bool = False,
+    extra_tiles=(),
+) -> dict[str, str]:
+    """Write the map of one image: exact values for programs and pictures for people.
+
+    Files (paths returned relative to ``out``):
+
+    * ``maps/<name>_raw.npy``: the map as float32 (``numpy.load``), exact;
+    * ``maps/<name>.png``: the map, coloured on its 2nd-98th percentile, with a title and a colour bar of real values;
+    * ``overlays/<name>.png``: the image, coloured where the map is low (likely artifacts), same colour bar;
+    * ``panels/<name>.png`` when ``panel``: image | map | overlay (| ``extra_tiles``) in one picture.
+    """
     from scenemetrics import viz
 
-    colored = viz.apply_colormap(sim_map, colormap)
-    # the overlay shows the colour only where the map is low (artifacts), the image elsewhere
-    alpha = (1.0 - sim_map.detach().cpu().float()).clamp(0, 1) * 0.85
+    rng = viz.robust_range(sim_map)
+    score = float(sim_map.mean())
+    head = f"PuzzleSim map of {name} (score {score:.4f}, higher = more plausible)"
     paths = {
-        "map": viz.save_png(colored, out / "maps" / f"{name}.png"),
-        "overlay": viz.save_png(viz.blend(image, colored, alpha), out / "overlays" / f"{name}.png"),
+        "map_raw": viz.save_raw_map(sim_map, out / "maps" / f"{name}_raw.npy"),
+        "map": viz.map_picture(sim_map, title=head, display_range=rng, colormap=colormap).save(
+            out / "maps" / f"{name}.png"
+        ),
+        "overlay": viz.map_picture(
+            sim_map,
+            image=image,
+            show=("overlay",),
+            title=f"Likely artifacts in {name} (score {score:.4f})",
+            display_range=rng,
+            colormap=colormap,
+        ).save(out / "overlays" / f"{name}.png"),
     }
-    return {k: str(v.relative_to(out)) for k, v in paths.items()}
+    if panel:
+        paths["panel"] = viz.map_picture(
+            sim_map,
+            image=image,
+            show=("image", "map", "overlay"),
+            title=head,
+            display_range=rng,
+            colormap=colormap,
+            extra_tiles=extra_tiles,
+        ).save(out / "panels" / f"{name}.png")
+    return {k: v.relative_to(out).as_posix() for k, v in paths.items()}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -122,7 +163,7 @@ def _run(args: argparse.Namespace, tmp: Path) -> int:
         with torch.no_grad():
             sim_map = memory.similarity_map(img, layer_weights=weights)[0].cpu()
         entry: dict[str, Any] = {"score": float(sim_map.mean()), "min": float(sim_map.min()), "file": str(f)}
-        entry.update(save_map_pngs(img, sim_map, out, f.stem, args.colormap))
+        entry.update(save_map_pngs(img.cpu(), sim_map, out, f.stem, args.colormap, panel=args.panels))
         if args.save_raw:
             (out / "raw").mkdir(exist_ok=True)
             np.save(out / "raw" / f"{f.stem}.npy", sim_map.numpy())
