@@ -77,3 +77,37 @@ def paired(
             + f", got {len(p)}."
         )
     return p, h, omitted
+
+
+def comparison_table(comparisons: Any, name: str = "comparisons") -> np.ndarray:
+    """Comparisons as a ``(K, 5)`` float64 table of rows ``(rater, house, i, j, y)``.
+
+    Accepts the wireframe room's ``(K, 3)`` rows ``(i, j, y)`` (one rater, one house), ``(K, 4)`` rows
+    ``(house, i, j, y)`` (one rater), ``(K, 5)`` rows, or an object with a ``table`` attribute (what
+    :func:`scenemetrics.agreement.read_comparisons` returns). The ``(i, j, y)`` columns are validated by
+    :func:`scenemetrics.wireframe.win_rates` (ids non-negative integers, ``i != j``, ``y`` in {0, 0.5, 1}).
+    """
+    from scenemetrics.wireframe import win_rates
+
+    table = getattr(comparisons, "table", comparisons)
+    arr = to_numpy(table, name)
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty; give at least one comparison.")
+    if arr.ndim != 2 or arr.shape[1] not in (3, 4, 5):
+        raise ValueError(
+            f"{name} must have shape (K, 3) rows (i, j, y), (K, 4) rows (house, i, j, y) or (K, 5) rows "
+            f"(rater, house, i, j, y), got {tuple(arr.shape)}."
+        )
+    if arr.shape[1] < 5:
+        arr = np.column_stack([np.zeros((len(arr), 5 - arr.shape[1])), arr])
+    check_finite(arr, name)
+    rh = arr[:, :2]
+    bad = (rh < 0) | (rh != np.round(rh))
+    if bad.any():
+        k = int(np.flatnonzero(bad.any(axis=1))[0])
+        raise ValueError(f"{name}[{k}] = {arr[k].tolist()}: rater and house ids must be non-negative integers.")
+    try:
+        win_rates(arr[:, 2:])
+    except ValueError as err:  # re-raised with the argument's own name
+        raise ValueError(str(err).replace("comparisons", name, 1)) from None
+    return arr
