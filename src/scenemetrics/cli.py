@@ -48,6 +48,7 @@ ROOM_CLIS = (
     "scenemetrics.openlex3d.cli",
     "scenemetrics.inpainting.cli",
     "scenemetrics.evaluation.cli",
+    "scenemetrics.agreement.cli",
 )
 """Modules whose ``register(subparsers)`` adds subcommands; a module that does not exist is skipped."""
 

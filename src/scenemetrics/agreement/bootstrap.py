@@ -128,9 +128,9 @@ def bootstrap_ci(
     if method == "bca":
         if groups is not None:
             raise ValueError("method='bca' does not support groups; use method='percentile' for a cluster bootstrap.")
-        from scipy.stats import bootstrap
-
         import inspect
+
+        from scipy.stats import bootstrap
 
         seed_kw = "rng" if "rng" in inspect.signature(bootstrap).parameters else "random_state"  # scipy < 1.15
         res = bootstrap(

@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from collections.abc import Mapping
@@ -53,12 +54,18 @@ CORRUPTION_PARAMS: Mapping[str, Mapping[str, Mapping[str, float]]] = MappingProx
             }
         ),
         "add": MappingProxyType(
-            {"low": MappingProxyType({"f": 0.1}), "medium": MappingProxyType({"f": 0.25}),
-             "high": MappingProxyType({"f": 0.5})}  # fmt: skip
+            {
+                "low": MappingProxyType({"f": 0.1}),
+                "medium": MappingProxyType({"f": 0.25}),
+                "high": MappingProxyType({"f": 0.5}),
+            }
         ),
         "remove": MappingProxyType(
-            {"low": MappingProxyType({"f": 0.1}), "medium": MappingProxyType({"f": 0.25}),
-             "high": MappingProxyType({"f": 0.5})}  # fmt: skip
+            {
+                "low": MappingProxyType({"f": 0.1}),
+                "medium": MappingProxyType({"f": 0.25}),
+                "high": MappingProxyType({"f": 0.5}),
+            }
         ),
     }
 )
@@ -138,7 +145,7 @@ def corrupt(wireframe: Any, kind: str, level: str, seed: Any = 0, *, params: Map
             chain = [a, *range(nxt, nxt + len(ts)), b]
             nxt += len(ts)
             new_v.append(pts)
-            new_e.extend(zip(chain[:-1], chain[1:]))
+            new_e.extend(itertools.pairwise(chain))
             keep[idx] = False
         v = np.concatenate(new_v)
         e = np.concatenate([e[keep], np.asarray(new_e, dtype=np.int64).reshape(-1, 2)])

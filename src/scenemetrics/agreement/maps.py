@@ -122,7 +122,7 @@ def map_agreement(
     Example:
         >>> import numpy as np
         >>> human = np.linspace(0, 1, 64).reshape(1, 8, 8)
-        >>> map_agreement(2 * human + 1, human, pred_is_quality=False, fit="none").srcc
+        >>> round(map_agreement(2 * human + 1, human, pred_is_quality=False, fit="none").srcc, 9)
         1.0
     """
     from scipy.stats import kendalltau, spearmanr
@@ -148,7 +148,9 @@ def map_agreement(
     else:
         preds = [to_numpy(p, f"pred_maps[{k}]") for k, p in enumerate(pred_maps)]
     if len(preds) != len(human):
-        raise ValueError(f"pred_maps and human_maps must hold the same number of maps, got {len(preds)} and {len(human)}.")
+        raise ValueError(
+            f"pred_maps and human_maps must hold the same number of maps, got {len(preds)} and {len(human)}."
+        )
     labels = None
     if groups is not None:
         labels = [str(g) for g in np.asarray(groups, dtype=object).reshape(-1)]
@@ -157,7 +159,7 @@ def map_agreement(
 
     per_image: list[dict[str, float]] = []
     constant: list[int] = []
-    for k, (p, h) in enumerate(zip(preds, human)):
+    for k, (p, h) in enumerate(zip(preds, human, strict=False)):
         if p.ndim != 2:
             raise ValueError(f"pred_maps[{k}] must be a 2-D map, got shape {tuple(p.shape)}.")
         if p.shape != h.shape:
@@ -211,7 +213,7 @@ def map_agreement(
     per_group: dict[str, dict[str, float]] = {}
     if labels is not None:
         for g in dict.fromkeys(labels):
-            rows = [r for r, lab in zip(per_image, labels) if lab == g]
+            rows = [r for r, lab in zip(per_image, labels, strict=False) if lab == g]
             per_group[g] = {
                 "plcc": stats([r["plcc"] for r in rows])[0],
                 "srcc": stats([r["srcc"] for r in rows])[0],

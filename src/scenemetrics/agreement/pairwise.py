@@ -73,6 +73,7 @@ def _score_lookup(metric_scores: Any, houses: np.ndarray, items_i: np.ndarray, i
         )
 
     if isinstance(metric_scores, Mapping):
+
         def get(h: int, it: int) -> float:
             for key in ((h, it), label(h, it)):
                 if key in metric_scores:
@@ -83,7 +84,7 @@ def _score_lookup(metric_scores: Any, houses: np.ndarray, items_i: np.ndarray, i
         out = []
         for col in (items_i, items_j):
             vals = np.empty(len(col))
-            for k, (h, it) in enumerate(zip(houses.tolist(), col.tolist())):
+            for k, (h, it) in enumerate(zip(houses.tolist(), col.tolist(), strict=False)):
                 if (h, it) not in cache:
                     cache[(h, it)] = get(h, it)
                 vals[k] = cache[(h, it)]
@@ -287,8 +288,9 @@ def vote_correlation(
         The correlation; NaN with a warning when either side is constant.
 
     Example:
-        >>> vote_correlation([0.9, 0.2, 0.7, 0.1], [0.1, 0.8, 0.3, 0.5], [1, 0, 1, 1], higher_is_better=True)
-        0.5773502691896258
+        >>> r = vote_correlation([0.9, 0.2, 0.7, 0.1], [0.1, 0.8, 0.3, 0.5], [1, 0, 1, 1], higher_is_better=True)
+        >>> round(r, 6)
+        0.57735
     """
     from scipy.stats import pearsonr
 
@@ -328,7 +330,7 @@ def _repeat_points(t: np.ndarray) -> np.ndarray:
     inv = inv.reshape(-1)
     first: dict[int, float] = {}
     pts = []
-    for g, yy in zip(inv.tolist(), ylo.tolist()):
+    for g, yy in zip(inv.tolist(), ylo.tolist(), strict=False):
         if g not in first:
             first[g] = yy
             continue
@@ -384,13 +386,15 @@ def easy_pair_accuracy(comparisons: Any, names: Any) -> float:
         return (base, level) if base and level in ("low", "high") else None
 
     pts = []
-    for i, j, y in zip(t[:, 2].astype(int).tolist(), t[:, 3].astype(int).tolist(), t[:, 4].tolist()):
+    for i, j, y in zip(t[:, 2].astype(int).tolist(), t[:, 3].astype(int).tolist(), t[:, 4].tolist(), strict=False):
         a, b = split(i), split(j)
         if a is None or b is None or a[0] != b[0] or a[1] == b[1]:
             continue
         pts.append(y if a[1] == "low" else 1.0 - y)
     if not pts:
-        warnings.warn("easy_pair_accuracy: no comparison of {kind}_low against {kind}_high; returning nan.")
+        warnings.warn(
+            "easy_pair_accuracy: no comparison of {kind}_low against {kind}_high; returning nan.", stacklevel=2
+        )
         return math.nan
     return float(np.mean(pts))
 
@@ -406,8 +410,8 @@ def rank_concordance(scores: Mapping[str, Any], *, higher_is_better: Any) -> dic
         ``{(name_a, name_b): tau_b}`` for every pair in the mapping's order.
 
     Example:
-        >>> rank_concordance({"a": [1, 2, 3], "b": [1, 3, 2]}, higher_is_better=False)
-        {('a', 'b'): 0.3333333333333334}
+        >>> {k: round(v, 6) for k, v in rank_concordance({"a": [1, 2, 3], "b": [1, 3, 2]}, higher_is_better=False).items()}
+        {('a', 'b'): 0.333333}
     """
     from scipy.stats import kendalltau
 
