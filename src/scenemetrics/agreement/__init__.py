@@ -9,11 +9,17 @@ Example:
     >>> from scenemetrics import agreement
     >>> agreement.auc([0.9, 0.8], [0.1, 0.8])
     0.875
+    >>> callable(agreement.corrupt)
+    True
     >>> round(agreement.srcc([1, 2, 3, 4, 5], [5, 6, 7, 8, 7]), 4)
     0.8208
 """
 
 from __future__ import annotations
+
+import sys
+import types
+from typing import Any
 
 from scenemetrics._lazy import lazy_exports
 
@@ -52,19 +58,24 @@ _EXPORTS = {
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
-_SUBMODULES = (
-    "stats",
-    "bootstrap",
-    "pairwise",
-    "maps",
-    "discrim",
-    "corrupt",
-    "protocols",
-    "targets",
-    "io",
-    "viz",
-    "cli",
-)
+# "corrupt" is the function; its module is reached with ``import scenemetrics.agreement.corrupt``
+_SUBMODULES = ("stats", "bootstrap", "pairwise", "maps", "discrim", "protocols", "targets", "io", "viz", "cli")
 
 _all, __getattr__, __dir__ = lazy_exports(__name__, _WHERE, _SUBMODULES)
 __all__ = _all
+
+
+class _Package(types.ModuleType):
+    """This package's module type: keeps the public function ``corrupt`` bound to that name.
+
+    The import system binds every imported submodule as an attribute of its package, which would replace the
+    function ``corrupt`` by the submodule ``corrupt.py`` as soon as anything imports that submodule.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _WHERE and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

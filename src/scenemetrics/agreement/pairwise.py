@@ -410,7 +410,8 @@ def rank_concordance(scores: Mapping[str, Any], *, higher_is_better: Any) -> dic
         ``{(name_a, name_b): tau_b}`` for every pair in the mapping's order.
 
     Example:
-        >>> {k: round(v, 6) for k, v in rank_concordance({"a": [1, 2, 3], "b": [1, 3, 2]}, higher_is_better=False).items()}
+        >>> tau = rank_concordance({"a": [1, 2, 3], "b": [1, 3, 2]}, higher_is_better=False)
+        >>> {k: round(v, 6) for k, v in tau.items()}
         {('a', 'b'): 0.333333}
     """
     from scipy.stats import kendalltau
