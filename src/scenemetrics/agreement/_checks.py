@@ -35,7 +35,7 @@ def check_finite(x: np.ndarray, name: str) -> None:
     bad = ~np.isfinite(x)
     if bad.any():
         k = np.argwhere(bad)[0]
-        idx = int(k[0]) if len(k) == 1 else tuple(int(v) for v in k)
+        idx = ", ".join(str(int(v)) for v in k)
         raise ValueError(
             f"{name}[{idx}] = {x[tuple(k)]} is not finite; clean the data or pass nan_policy='omit' where offered."
         )
