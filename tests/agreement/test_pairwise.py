@@ -159,19 +159,8 @@ def test_wireframe_table1_quality_factor_vs_bt_tau() -> None:
     assert tau == pytest.approx(0.7215, abs=5e-5) and tau > 0.7
 
 
-@pytest.fixture
-def one_torch_thread():
-    """Bradley-Terry runs full-batch Adam in torch; one thread avoids thread contention on a loaded CPU."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.mark.slow
-def test_wireframe_bt_recovers_table1_order_from_simulated_votes(one_torch_thread) -> None:
+def test_wireframe_bt_recovers_table1_order_from_simulated_votes() -> None:
     """Comparisons simulated from Table 1's BT abilities (10 houses x 18 raters): BT recovers the order."""
     theta = np.array([r["bt_theta"] for r in _table1().values()])
     rng = np.random.default_rng(0)

@@ -303,7 +303,7 @@ def _pairwise_table(scores, human, proto: Protocol, drop_ties: bool) -> tuple[di
             per_aspect = {}
             for aspect in dict.fromkeys(aspects):
                 rows = np.array([a == aspect for a in aspects])
-                mv = majority_vote(t[rows])
+                mv = _presented_orientation(majority_vote(t[rows]), t[rows])
                 houses, ii, jj = mv[:, 0].astype(int), mv[:, 1].astype(int), mv[:, 2].astype(int)
 
                 def get(h: int, it: int, lookup=lookup, name=name) -> float:
@@ -339,6 +339,36 @@ def _pairwise_table(scores, human, proto: Protocol, drop_ties: bool) -> tuple[di
     return metrics, len(t), _human_side(comps, rater_agreement, self_consistency)
 
 
+def _single_thread(fn: Any, *args: Any) -> Any:
+    """Run ``fn`` with one torch thread: Bradley-Terry's tensors are tiny, and on a busy CPU several threads make
+    each optimiser step many times slower."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return fn(*args)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _presented_orientation(mv: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Majority-vote rows turned back to the orientation in which each pair was first presented (A = left).
+
+    The correlation of preference signs with votes depends on which candidate is "A"; sorting ids would put the
+    same item first in every pair and make the sign constant whenever ids follow quality.
+    """
+    first: dict[tuple[int, int, int], bool] = {}
+    for h, i, j in t[:, 1:4].astype(np.int64).tolist():
+        first.setdefault((h, min(i, j), max(i, j)), i > j)
+    out = mv.copy()
+    flip = np.array([first[(int(h), int(i), int(j))] for h, i, j in mv[:, :3]], dtype=bool)
+    out[flip, 1], out[flip, 2] = mv[flip, 2], mv[flip, 1]
+    out[flip, 3] = 1.0 - mv[flip, 3]
+    out[flip, 5] = 1.0 - mv[flip, 5]
+    return out
+
+
 def _human_side(comps: Comparisons, rater_agreement, self_consistency) -> dict[str, Any]:
     """The wireframe paper's human-side numbers: win rates, Bradley-Terry, Elo, quality factor, reliability."""
     from scenemetrics.wireframe import bradley_terry, quality_factor, win_rate_matrix, win_rates
@@ -347,7 +377,7 @@ def _human_side(comps: Comparisons, rater_agreement, self_consistency) -> dict[s
     n_items = int(t[:, 2:4].max()) + 1
     names = list(comps.items) + [str(k) for k in range(len(comps.items), n_items)]
     wr = win_rates(t[:, 2:], n_items)
-    bt = bradley_terry(t[:, 2:], n_items)
+    bt = _single_thread(bradley_terry, t[:, 2:], n_items)
     raters = np.unique(t[:, 0].astype(int))
     side: dict[str, Any] = {
         "win_rate": dict(zip(names, wr.tolist(), strict=False)),

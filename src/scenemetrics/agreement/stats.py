@@ -96,7 +96,13 @@ def _linear_params(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, f
 
 
 def fit_logistic5(
-    pred: Any, human: Any, *, maxfev: int = 20000, max_points: int = 200_000, seed: int = 0
+    pred: Any,
+    human: Any,
+    *,
+    maxfev: int = 20000,
+    max_points: int = 200_000,
+    seed: int = 0,
+    p0: tuple[float, float, float, float, float] | None = None,
 ) -> Logistic5Fit:
     """Least-squares fit of :func:`logistic5` mapping metric values to human scores.
 
@@ -112,6 +118,8 @@ def fit_logistic5(
         maxfev: maximum number of function evaluations of the fit.
         max_points: largest number of samples used by the fit.
         seed: seed of the subset.
+        p0: optional start ``(b1, ..., b5)`` in the metric's units (e.g. a previous fit, to warm-start bootstrap
+            replicates) instead of the default start.
 
     Returns:
         :class:`Logistic5Fit`.
@@ -143,12 +151,16 @@ def fit_logistic5(
         return Logistic5Fit(_linear_params(x, y), False)
     z = (xf - mean) / std
     r = np.corrcoef(z, yf)[0, 1] if np.ptp(yf) > 0 else 0.0
-    p0 = (float(np.sign(r) or 1.0) * float(np.ptp(yf) or 1.0), 1.0, 0.0, 0.0, float(yf.mean()))
+    if p0 is None:
+        start = (float(np.sign(r) or 1.0) * float(np.ptp(yf) or 1.0), 1.0, 0.0, 0.0, float(yf.mean()))
+    else:
+        b1, b2, b3, b4, b5 = (float(v) for v in p0)
+        start = (b1, b2 * std, (b3 - mean) / std, b4 * std, b5 + b4 * mean)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizeWarning)  # "covariance could not be estimated": not used here
             warnings.simplefilter("ignore", RuntimeWarning)  # exp overflow while exploring steep slopes
-            popt, _ = curve_fit(logistic5, z, yf, p0=p0, maxfev=int(maxfev))
+            popt, _ = curve_fit(logistic5, z, yf, p0=start, maxfev=int(maxfev))
         ok = bool(np.isfinite(popt).all())
     except (RuntimeError, ValueError) as err:
         ok, reason = False, str(err)
@@ -191,7 +203,10 @@ def _pearson(a: np.ndarray, b: np.ndarray) -> float:
     return float(pearsonr(a, b).statistic)
 
 
-def _fitted(x: np.ndarray, y: np.ndarray, fit: str, *, max_points: int = 200_000, seed: int = 0) -> Logistic5Fit:
+def _fitted(
+    x: np.ndarray, y: np.ndarray, fit: str, *, max_points: int = 200_000, seed: int = 0, p0: Any = None,
+    maxfev: int = 20000,
+) -> Logistic5Fit:  # fmt: skip
     """The fitted mapping q for ``fit`` (``"none"`` is the identity, as ``(0, 0, 0, 1, 0)``)."""
     if fit == "none":
         return Logistic5Fit((0.0, 0.0, 0.0, 1.0, 0.0), True)
@@ -201,7 +216,7 @@ def _fitted(x: np.ndarray, y: np.ndarray, fit: str, *, max_points: int = 200_000
         raise ValueError(
             f"fit={fit!r} needs at least 6 samples (5 parameters), got {len(x)}; use fit='none' or fit='linear'."
         )
-    q = fit_logistic5(x, y, max_points=max_points, seed=seed)
+    q = fit_logistic5(x, y, max_points=max_points, seed=seed, p0=p0, maxfev=maxfev)
     if fit == "logistic5-maxcorr" and q.converged:
         from scipy.optimize import minimize
 
@@ -372,13 +387,15 @@ def _json_ready(obj: Any) -> Any:
     return obj
 
 
-def _all_stats(x: np.ndarray, y: np.ndarray, fit: str, kendall: str = "b") -> tuple[dict[str, float], Any]:
+def _all_stats(
+    x: np.ndarray, y: np.ndarray, fit: str, kendall: str = "b", **fit_kw: Any
+) -> tuple[dict[str, float], Any]:
     """Every statistic on oriented samples; constant inputs give NaN (one warning, from the caller)."""
     from scipy.stats import kendalltau, spearmanr
 
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         return {"plcc": math.nan, "srcc": math.nan, "krcc": math.nan, "rmse": math.nan}, None
-    q = _fitted(x, y, fit)
+    q = _fitted(x, y, fit, **fit_kw)
     fitted = q(x)
     return {
         "plcc": _pearson(fitted, y),
@@ -518,13 +535,21 @@ def correlations(
                 b = bootstrap_ci(_nanmean, col, n=n_boot, seed=seed, level=ci, show_progress=show_progress)
                 intervals[s] = (b.low, b.high)
         else:
+            # replicates start from the full-data fit (fast, same optimum basin); when that fit fell back to the
+            # least-squares line, so do the replicates
+            rep_fit, rep_kw = fit, {}
+            if fit.startswith("logistic5") and q is not None:
+                if q.converged:
+                    rep_kw = {"p0": q.params, "maxfev": 2000}
+                else:
+                    rep_fit = "linear"
 
             def stat_fn(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
                 if np.ptp(xs) == 0 or np.ptp(ys) == 0:
                     return np.full(4, nan)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", UserWarning)
-                    return np.array(list(_all_stats(xs, ys, fit)[0].values()))
+                    return np.array(list(_all_stats(xs, ys, rep_fit, **rep_kw)[0].values()))
 
             b = bootstrap_ci(stat_fn, x, y, n=n_boot, seed=seed, level=ci, groups=g, show_progress=show_progress)
             for k, s in enumerate(STATISTICS):
