@@ -190,7 +190,9 @@ def test_metric_correlation_matrix_orients_lower_is_better() -> None:
     assert names == ["psnr", "lpips", "r"]
     assert m[0, 1] == pytest.approx(scipy.stats.pearsonr(psnr, -np.array(lpips)).statistic)
     assert m[0, 1] > 0.95 and np.allclose(m, m.T) and np.allclose(np.diag(m), 1)
-    _, ms = metric_correlation_matrix({"a": psnr, "b": rand}, higher_is_better={"a": True, "b": True}, method="spearman")
+    _, ms = metric_correlation_matrix(
+        {"a": psnr, "b": rand}, higher_is_better={"a": True, "b": True}, method="spearman"
+    )
     assert ms[0, 1] == pytest.approx(scipy.stats.spearmanr(psnr, rand).statistic)
 
 

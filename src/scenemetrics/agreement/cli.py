@@ -69,7 +69,8 @@ def register(subparsers: Any) -> None:
     t.add_argument("--criterion", default=None, help="which rating criterion to use (default: overall)")
     t.add_argument("--fit", choices=_FITS, default=None, help="PLCC fit (default: the protocol's)")
     t.add_argument("--groups", choices=("pooled", "mean"), default=None, help="pool all samples or average groups")
-    t.add_argument("--ci", type=_ci, default="protocol", help="bootstrap level 0.9/0.95/0.99 or none")
+    t.add_argument("--ci", type=_ci, default=argparse.SUPPRESS, help="bootstrap level 0.9/0.95/0.99 or none "
+                   "(default: the protocol's)")  # fmt: skip
     t.add_argument("--n-boot", type=int, default=None, help="bootstrap replicates (default: the protocol's)")
     t.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
     t.add_argument("--exclude", nargs="*", default=None, metavar="ITEM", help="items to leave out")
@@ -179,7 +180,7 @@ def _table(args: argparse.Namespace, out: Path) -> int:
         overrides["fit"] = args.fit
     if args.groups is not None:
         overrides["aggregate"] = args.groups
-    if args.ci != "protocol":
+    if hasattr(args, "ci"):
         overrides["ci"] = args.ci
     if args.n_boot is not None:
         overrides["n_boot"] = args.n_boot

@@ -127,6 +127,7 @@ def ranking_plot(
     fig, ax = plt.subplots(figsize=(6.0, 0.45 * len(names) + 1.6))
     ypos = np.arange(len(names))[::-1]
     ax.barh(ypos, np.nan_to_num(vals), color="tab:blue", alpha=0.85)
+    text_x = np.nan_to_num(vals).copy()
     if ci:
         lo = np.array([val((ci.get(k) or [math.nan, math.nan])[0]) for k in names])
         hi = np.array([val((ci.get(k) or [math.nan, math.nan])[1]) for k in names])
@@ -134,8 +135,9 @@ def ranking_plot(
         if ok.any():
             ax.errorbar(vals[ok], ypos[ok], xerr=[vals[ok] - lo[ok], hi[ok] - vals[ok]], fmt="none", ecolor="black",
                         capsize=3, label="confidence interval")  # fmt: skip
-    for yp, v in zip(ypos, vals, strict=False):
-        ax.text(np.nan_to_num(v), yp, f" {_fmt(v)}", va="center", fontsize=8)
+            text_x[ok] = np.maximum(text_x[ok], hi[ok])  # labels right of the whiskers
+    for yp, v, tx in zip(ypos, vals, text_x, strict=True):
+        ax.text(tx, yp, f"  {_fmt(v)}", va="center", fontsize=8)
     if reference is not None and math.isfinite(reference):
         ax.axvline(reference, linestyle="--", color="tab:red", label=f"{reference_label} ({reference:.3f})")
     ax.set_yticks(ypos)
