@@ -305,9 +305,10 @@ def _maps(args: argparse.Namespace, out: Path) -> int:
         if len(x) > 200_000:
             keep = np.random.default_rng(args.seed).choice(len(x), 200_000, replace=False)
             x, y = x[keep], y[keep]
-        label = f"-{args.metric} (negated quality map)" if args.pred_is_quality else args.metric
+        label = f"-{args.metric}" if args.pred_is_quality else args.metric
+        xlabel = f"{label} (metric map value{', negated: high = artifact' if args.pred_is_quality else ''})"
         scatter_plot(x, y, out / f"scatter_{_safe(args.metric)}.png", metric=label, plcc=m["plcc"], srcc=m["srcc"],
-                     human_label="human artifact probability (pixel)", hexbin=True)  # fmt: skip
+                     human_label="human artifact probability (pixel)", hexbin=True, xlabel=xlabel)  # fmt: skip
     return 0
 
 

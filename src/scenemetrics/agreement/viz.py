@@ -57,6 +57,7 @@ def scatter_plot(
     srcc: float | None = None,
     human_label: str = "human score (MOS, higher = better)",
     hexbin: bool = False,
+    xlabel: str | None = None,
 ) -> Path:
     """Metric vs human scatter (or hexbin for many pixels), with the fitted curve and PLCC/SRCC in the title.
 
@@ -70,6 +71,7 @@ def scatter_plot(
         srcc: SRCC for the title.
         human_label: y label.
         hexbin: draw a hexbin density (for pixel clouds) instead of points.
+        xlabel: x label (default: ``"<metric> (metric score)"``).
 
     Returns:
         The written path.
@@ -86,7 +88,7 @@ def scatter_plot(
         xs = np.linspace(x.min(), x.max(), 200)
         ax.plot(xs, fit(xs), color="tab:red", linewidth=2, label="fitted curve")
         ax.legend(loc="best", fontsize=8)
-    ax.set_xlabel(f"{metric} (metric score)")
+    ax.set_xlabel(xlabel or f"{metric} (metric score)")
     ax.set_ylabel(human_label)
     ax.set_title(f"{metric}: PLCC {_fmt(plcc)}, SRCC {_fmt(srcc)}")
     ax.grid(alpha=0.3)
