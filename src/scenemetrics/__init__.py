@@ -28,6 +28,7 @@ _SUBMODULES = (
     "losses",
     "callbacks",
     "inpainting",
+    "agreement",
     "cli",
 )
 

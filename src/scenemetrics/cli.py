@@ -58,6 +58,7 @@ ROOM_CLIS = [
     "scenemetrics.inpainting.cli",
     "scenemetrics.evaluation.cli",
     "scenemetrics.weights_cli",
+    "scenemetrics.agreement.cli",
 ]
 """Modules whose ``register(subparsers)`` adds subcommands; a module that does not exist is skipped.
 

@@ -1,0 +1,81 @@
+"""Agreement of metrics with people: correlations with mean opinion scores, pairwise-preference agreement, human
+artifact-map agreement, discriminability (AUC), bootstrap confidence intervals and ranking stability, the wireframe
+study's corrupted ground truths, one protocol preset per paper of this library and the papers' published numbers.
+
+Everything runs on the CPU in float64 with numpy/scipy; torch tensors are accepted and converted. Names are
+imported lazily, so ``import scenemetrics`` does not load this room (nor scipy).
+
+Example:
+    >>> from scenemetrics import agreement
+    >>> agreement.auc([0.9, 0.8], [0.1, 0.8])
+    0.875
+    >>> callable(agreement.corrupt)
+    True
+    >>> round(agreement.srcc([1, 2, 3, 4, 5], [5, 6, 7, 8, 7]), 4)
+    0.8208
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+from scenemetrics._lazy import lazy_exports
+
+_EXPORTS = {
+    "stats": (
+        "CorrelationResult",
+        "Logistic5Fit",
+        "correlations",
+        "fit_logistic5",
+        "krcc",
+        "logistic5",
+        "metric_correlation_matrix",
+        "plcc",
+        "rmse",
+        "srcc",
+    ),
+    "bootstrap": ("BootstrapCI", "StabilityResult", "bootstrap_ci", "kendall_stability"),
+    "pairwise": (
+        "PairwiseAgreement",
+        "easy_pair_accuracy",
+        "majority_error_probability",
+        "majority_vote",
+        "pairwise_agreement",
+        "rank_concordance",
+        "rater_agreement",
+        "self_consistency",
+        "vote_correlation",
+    ),
+    "maps": ("MapAgreement", "human_map_from_masks", "map_agreement"),
+    "discrim": ("Separation", "auc", "linear_probe_auc", "separation"),
+    "corrupt": ("CORRUPTION_KINDS", "CORRUPTION_LEVELS", "CORRUPTION_PARAMS", "corrupt", "corruption_pool"),
+    "protocols": ("PROTOCOLS", "Protocol", "agreement_table", "align_mos"),
+    "targets": ("PAPER_TARGETS", "compare_to_paper", "paper_keys"),
+    "io": ("Comparisons", "MetricScores", "read_comparisons", "read_human", "read_maps", "read_scores"),
+    "viz": ("ranking_plot", "scatter_plot", "stability_plot"),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+
+# "corrupt" is the function; its module is reached with ``import scenemetrics.agreement.corrupt``
+_SUBMODULES = ("stats", "bootstrap", "pairwise", "maps", "discrim", "protocols", "targets", "io", "viz", "cli")
+
+_all, __getattr__, __dir__ = lazy_exports(__name__, _WHERE, _SUBMODULES)
+__all__ = _all
+
+
+class _Package(types.ModuleType):
+    """This package's module type: keeps the public function ``corrupt`` bound to that name.
+
+    The import system binds every imported submodule as an attribute of its package, which would replace the
+    function ``corrupt`` by the submodule ``corrupt.py`` as soon as anything imports that submodule.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _WHERE and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
