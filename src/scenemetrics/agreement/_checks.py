@@ -1,0 +1,113 @@
+"""Input conversion shared by the agreement modules: array-likes (numpy, lists, torch tensors on any device) to
+float64 numpy, with errors that name the argument."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+NAN_POLICIES = ("raise", "omit")
+
+
+def to_numpy(x: Any, name: str) -> np.ndarray:
+    """``x`` as a float64 numpy array (torch tensors are detached and moved to the CPU)."""
+    if hasattr(x, "detach") and hasattr(x, "cpu"):  # a torch tensor, without importing torch
+        x = x.detach().cpu().double().numpy()
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be numeric, got {type(x).__name__} ({err}).") from None
+    return arr
+
+
+def as_1d(x: Any, name: str) -> np.ndarray:
+    """``x`` as a 1-D float64 array; anything that is not 1-D raises ``ValueError`` naming ``name``."""
+    arr = to_numpy(x, name)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one value per sample), got shape {tuple(arr.shape)}.")
+    return arr
+
+
+def check_finite(x: np.ndarray, name: str) -> None:
+    """Raise ``ValueError`` naming ``name`` and the first non-finite index."""
+    bad = ~np.isfinite(x)
+    if bad.any():
+        k = np.argwhere(bad)[0]
+        idx = int(k[0]) if len(k) == 1 else tuple(int(v) for v in k)
+        raise ValueError(
+            f"{name}[{idx}] = {x[tuple(k)]} is not finite; clean the data or pass nan_policy='omit' where offered."
+        )
+
+
+def check_nan_policy(nan_policy: str) -> None:
+    if nan_policy not in NAN_POLICIES:
+        raise ValueError(f"nan_policy must be one of {NAN_POLICIES}, got {nan_policy!r}.")
+
+
+def paired(
+    pred: Any, human: Any, *, nan_policy: str = "raise", min_n: int = 3, names: tuple[str, str] = ("pred", "human")
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Validate two paired 1-D samples. Returns ``(pred, human, n_omitted)``.
+
+    ``nan_policy="raise"`` rejects non-finite values; ``"omit"`` drops every pair where either side is non-finite
+    (with a ``UserWarning`` giving the count). Fewer than ``min_n`` pairs left raises ``ValueError``.
+    """
+    check_nan_policy(nan_policy)
+    p, h = as_1d(pred, names[0]), as_1d(human, names[1])
+    if len(p) != len(h):
+        raise ValueError(f"{names[0]} and {names[1]} must have the same length, got {len(p)} and {len(h)}.")
+    omitted = 0
+    if nan_policy == "raise":
+        check_finite(p, names[0])
+        check_finite(h, names[1])
+    else:
+        ok = np.isfinite(p) & np.isfinite(h)
+        omitted = int((~ok).sum())
+        if omitted:
+            warnings.warn(
+                f"nan_policy='omit': dropped {omitted} of {len(p)} pairs with a non-finite value.", stacklevel=3
+            )
+            p, h = p[ok], h[ok]
+    if len(p) < min_n:
+        raise ValueError(
+            f"{names[0]} and {names[1]} need at least {min_n} paired samples"
+            + (" after omitting non-finite values" if omitted else "")
+            + f", got {len(p)}."
+        )
+    return p, h, omitted
+
+
+def comparison_table(comparisons: Any, name: str = "comparisons") -> np.ndarray:
+    """Comparisons as a ``(K, 5)`` float64 table of rows ``(rater, house, i, j, y)``.
+
+    Accepts the wireframe room's ``(K, 3)`` rows ``(i, j, y)`` (one rater, one house), ``(K, 4)`` rows
+    ``(house, i, j, y)`` (one rater), ``(K, 5)`` rows, or an object with a ``table`` attribute (what
+    :func:`scenemetrics.agreement.read_comparisons` returns). The ``(i, j, y)`` columns are validated by
+    :func:`scenemetrics.wireframe.win_rates` (ids non-negative integers, ``i != j``, ``y`` in {0, 0.5, 1}).
+    """
+    from scenemetrics.wireframe import win_rates
+
+    table = getattr(comparisons, "table", comparisons)
+    arr = to_numpy(table, name)
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty; give at least one comparison.")
+    if arr.ndim != 2 or arr.shape[1] not in (3, 4, 5):
+        raise ValueError(
+            f"{name} must have shape (K, 3) rows (i, j, y), (K, 4) rows (house, i, j, y) or (K, 5) rows "
+            f"(rater, house, i, j, y), got {tuple(arr.shape)}."
+        )
+    if arr.shape[1] < 5:
+        arr = np.column_stack([np.zeros((len(arr), 5 - arr.shape[1])), arr])
+    check_finite(arr, name)
+    rh = arr[:, :2]
+    bad = (rh < 0) | (rh != np.round(rh))
+    if bad.any():
+        k = int(np.flatnonzero(bad.any(axis=1))[0])
+        raise ValueError(f"{name}[{k}] = {arr[k].tolist()}: rater and house ids must be non-negative integers.")
+    try:
+        win_rates(arr[:, 2:])
+    except ValueError as err:  # re-raised with the argument's own name
+        raise ValueError(str(err).replace("comparisons", name, 1)) from None
+    return arr
