@@ -109,7 +109,9 @@ class OpenCVBackend:
         self.method, self.radius = method, radius
         self.name = f"opencv:{method}:r{radius}"
 
-    def __call__(self, image: np.ndarray, mask: np.ndarray, *, prompt: str, negative_prompt: str, seed: int) -> np.ndarray:
+    def __call__(
+        self, image: np.ndarray, mask: np.ndarray, *, prompt: str, negative_prompt: str, seed: int
+    ) -> np.ndarray:
         cv2 = import_cv2()
         flag = cv2.INPAINT_TELEA if self.method == "telea" else cv2.INPAINT_NS
         m = np.where(mask, 255, 0).astype(np.uint8)
@@ -189,7 +191,9 @@ class DiffusersBackend:
             self._pipe, self._device = pipe, device
         return self._pipe
 
-    def __call__(self, image: np.ndarray, mask: np.ndarray, *, prompt: str, negative_prompt: str, seed: int) -> np.ndarray:
+    def __call__(
+        self, image: np.ndarray, mask: np.ndarray, *, prompt: str, negative_prompt: str, seed: int
+    ) -> np.ndarray:
         import torch
         from PIL import Image
 
@@ -296,7 +300,9 @@ class FluxControlNetBackend:
             self._pipe, self._device = pipe, ("cpu" if self.cpu_offload else device)
         return self._pipe
 
-    def __call__(self, image: np.ndarray, mask: np.ndarray, *, prompt: str, negative_prompt: str, seed: int) -> np.ndarray:
+    def __call__(
+        self, image: np.ndarray, mask: np.ndarray, *, prompt: str, negative_prompt: str, seed: int
+    ) -> np.ndarray:
         import torch
         from PIL import Image
 

@@ -154,7 +154,9 @@ def _sources(views: str | os.PathLike | Iterable[ViewSet]) -> list[_ObjectSource
                 frames = json.loads((folder / "transforms.json").read_text()).get("frames", [])
             except json.JSONDecodeError as err:
                 raise ValueError(f"{folder / 'transforms.json'} is not valid JSON: {err}") from err
-            out.append(_ObjectSource(folder.name, folder=folder, num_views=len(frames) if isinstance(frames, list) else 0))
+            out.append(
+                _ObjectSource(folder.name, folder=folder, num_views=len(frames) if isinstance(frames, list) else 0)
+            )
     else:
         out = []
         for vs in views:
@@ -216,7 +218,9 @@ def _inpaint(inpainter: Any, image: np.ndarray, mask: np.ndarray, prompt: str, n
     size = getattr(inpainter, "size", None)
     if size and size != side:
         m_small = _resize(np.where(mask, 255, 0).astype(np.uint8), size, nearest=True) > 127
-        out = inpainter(_resize(image, size, nearest=False), m_small, prompt=prompt, negative_prompt=negative, seed=seed)
+        out = inpainter(
+            _resize(image, size, nearest=False), m_small, prompt=prompt, negative_prompt=negative, seed=seed
+        )
         out = _resize(np.asarray(out, dtype=np.uint8), side, nearest=False)
     else:
         out = inpainter(image, mask, prompt=prompt, negative_prompt=negative, seed=seed)
@@ -229,7 +233,9 @@ def _inpaint(inpainter: Any, image: np.ndarray, mask: np.ndarray, prompt: str, n
 
 
 def _fingerprint(config: BuildConfig, inpainter: str, captioner: str) -> str:
-    blob = json.dumps({"config": config.fingerprint_dict(), "inpainter": inpainter, "captioner": captioner}, sort_keys=True)
+    blob = json.dumps(
+        {"config": config.fingerprint_dict(), "inpainter": inpainter, "captioner": captioner}, sort_keys=True
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -338,9 +344,7 @@ class _Builder:
         entries = [done[k] for k in sorted(done) if "skipped" not in done[k]]
         _write_json(obj_dir / "pairs.json", {"pairs": entries})
         cams = {
-            "views": {
-                name: {"file": files[name], "c2w": vs.cameras[i].c2w.tolist()} for i, name in enumerate(vs.names)
-            }
+            "views": {name: {"file": files[name], "c2w": vs.cameras[i].c2w.tolist()} for i, name in enumerate(vs.names)}
         }
         _write_json(obj_dir / "cameras.json", cams)  # last: read_dataset only sees finished objects
         partial.unlink()
@@ -378,8 +382,16 @@ class _Builder:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         stem = f"{sn}_{tn}"
         if c.save_masks:
-            for kind, m in (("vis", masks.V), ("invis", masks.I), ("epi", masks.E), ("pos", masks.pos), ("neg", masks.neg)):
-                _write_atomic(obj_dir / "masks" / f"{stem}_{kind}.png", _png_bytes(np.where(m, 255, 0).astype(np.uint8)))
+            for kind, m in (
+                ("vis", masks.V),
+                ("invis", masks.I),
+                ("epi", masks.E),
+                ("pos", masks.pos),
+                ("neg", masks.neg),
+            ):
+                _write_atomic(
+                    obj_dir / "masks" / f"{stem}_{kind}.png", _png_bytes(np.where(m, 255, 0).astype(np.uint8))
+                )
         prompt = c.prompt_template.format(caption=captions[sn]) if sn in captions else c.prompt
         target = vs.over_white(t)
         positives, negatives = [], []
@@ -428,7 +440,9 @@ class _Builder:
             entry["misaligned"] = "all"
         return entry, logs
 
-    def _candidate(self, obj_dir: Path, stem: str, target: np.ndarray, mask: np.ndarray, prompt: str, seed: int) -> dict:
+    def _candidate(
+        self, obj_dir: Path, stem: str, target: np.ndarray, mask: np.ndarray, prompt: str, seed: int
+    ) -> dict:
         image = _inpaint(self.inpainter, target, mask, prompt, self.config.negative_prompt, seed)
         rel = f"inpainted/{stem}.png"
         _write_atomic(obj_dir / rel, _png_bytes(image))
@@ -488,7 +502,8 @@ def build_viewmatch_dataset(
         if old != fingerprint:
             raise ValueError(
                 f"{os.fspath(out)!r} was built with other settings (fingerprint {str(old)[:12]}... vs "
-                f"{fingerprint[:12]}...): pass overwrite=True (--overwrite) to rebuild its objects, or use a new out_dir"
+                f"{fingerprint[:12]}...): pass overwrite=True (--overwrite) to rebuild its objects, or use a new "
+                "out_dir"
             )
     if config.overwrite:
         for src in sources:
@@ -555,4 +570,3 @@ def build_viewmatch_dataset(
     write_meta(report.objects)
     report.seconds = time.perf_counter() - t0
     return report
-

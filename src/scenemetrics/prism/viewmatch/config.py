@@ -100,7 +100,9 @@ class BuildConfig:
                 raise ValueError(f"`{name}` must be >= 0; received {getattr(self, name)!r}")
         if self.abs_tol is not None and not self.abs_tol >= 0:
             raise ValueError(f"`abs_tol` must be None or >= 0; received {self.abs_tol!r}")
-        if not (0 <= self.test_fraction <= 1 and 0 <= self.val_fraction <= 1 and self.test_fraction + self.val_fraction <= 1):
+        if not (
+            0 <= self.test_fraction <= 1 and 0 <= self.val_fraction <= 1 and self.test_fraction + self.val_fraction <= 1
+        ):
             raise ValueError(
                 "`test_fraction` and `val_fraction` must be in [0, 1] with a sum <= 1; received "
                 f"{self.test_fraction} and {self.val_fraction}"
@@ -129,7 +131,7 @@ class BuildConfig:
     def radii(self) -> tuple[int, int, int, int]:
         """``(close, open, epipolar_close, silhouette_dilate)`` radii after ``radius_scale`` (rounded)."""
         return tuple(  # type: ignore[return-value]
-            int(round(r * self.radius_scale))
+            round(r * self.radius_scale)
             for r in (self.close_radius, self.open_radius, self.epipolar_close_radius, self.silhouette_dilate_radius)
         )
 

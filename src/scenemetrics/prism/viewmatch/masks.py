@@ -229,9 +229,9 @@ def epipolar_mask(
 
 
 def refine_masks(
-    V0: np.ndarray,  # noqa: N803 (the paper's names)
-    I0: np.ndarray,  # noqa: N803
-    E0: np.ndarray,  # noqa: N803
+    V0: np.ndarray,
+    I0: np.ndarray,
+    E0: np.ndarray,
     silhouette: np.ndarray,
     *,
     close_radius: int = 4,
@@ -257,11 +257,11 @@ def refine_masks(
         >>> bool((V & I).any()), int(V.sum() + I.sum()) == int(s.sum())
         (False, True)
     """
-    V1, I1 = _close(V0, close_radius), _close(I0, close_radius)  # noqa: N806
-    V2 = V1 & silhouette  # noqa: N806
-    I2 = I1 & silhouette & ~V2  # noqa: N806
-    V, I = _open(V2, open_radius), _open(I2, open_radius)  # noqa: N806, E741
-    E = _close(E0, epipolar_close_radius) & _dilate(silhouette, silhouette_dilate_radius)  # noqa: N806
+    V1, I1 = _close(V0, close_radius), _close(I0, close_radius)
+    V2 = V1 & silhouette
+    I2 = I1 & silhouette & ~V2
+    V, I = _open(V2, open_radius), _open(I2, open_radius)  # noqa: E741
+    E = _close(E0, epipolar_close_radius) & _dilate(silhouette, silhouette_dilate_radius)
     return V, I, E, I | E, V | E
 
 
@@ -281,13 +281,15 @@ def pair_masks(viewset: ViewSet, source: int, target: int, config: BuildConfig |
     sil_t = viewset.silhouettes[target]
     for which, i in (("source", source), ("target", target)):
         if not viewset.silhouettes[i].any():
-            raise ValueError(f"object {viewset.object_id!r}: the {which} view {viewset.names[i]!r} has an empty silhouette")
+            raise ValueError(
+                f"object {viewset.object_id!r}: the {which} view {viewset.names[i]!r} has an empty silhouette"
+            )
     tol = {"rel_tol": config.rel_tol, "abs_tol": config.abs_tol}
-    V0 = visibility_mask(viewset, source, target, **tol)  # noqa: N806
-    I0 = sil_t & ~V0  # noqa: N806
-    E0 = epipolar_mask(viewset, source, target, max_ray_samples=config.max_ray_samples, **tol)  # noqa: N806
+    V0 = visibility_mask(viewset, source, target, **tol)
+    I0 = sil_t & ~V0
+    E0 = epipolar_mask(viewset, source, target, max_ray_samples=config.max_ray_samples, **tol)
     close, open_, epi, dil = config.radii()
-    V, I, E, pos, neg = refine_masks(  # noqa: N806, E741
+    V, I, E, pos, neg = refine_masks(  # noqa: E741
         V0,
         I0,
         E0,

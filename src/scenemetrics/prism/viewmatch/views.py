@@ -383,10 +383,8 @@ def _read_image(path: Path, where: str) -> np.ndarray:
         raise ValueError(f"{where}: image {os.fspath(path)!r} cannot be read")
     if img.ndim == 2:
         img = np.repeat(img[..., None], 3, axis=2)
-    if img.shape[2] == 4:
-        img = cv2.cvtColor(img, cv2.COLOR_BGRA2RGBA)
-    else:
-        img = cv2.cvtColor(img[..., :3], cv2.COLOR_BGR2RGB)
+    code = cv2.COLOR_BGRA2RGBA if img.shape[2] == 4 else cv2.COLOR_BGR2RGB
+    img = cv2.cvtColor(img if img.shape[2] == 4 else img[..., :3], code)
     if img.dtype not in (np.uint8, np.uint16):
         raise ValueError(f"{where}: image {os.fspath(path)!r} must be 8 or 16 bit; received {img.dtype}")
     return img
@@ -529,9 +527,7 @@ def read_transforms(
     if len({im.shape for im in images}) > 1:
         raise ValueError(f"{tpath}: all views of one object must have the same size and channels")
     _check_orbit(cameras, tpath)
-    return ViewSet(
-        object_id or folder.name, images, depths, cameras, names, depth_quantum=quantum, far=far
-    )
+    return ViewSet(object_id or folder.name, images, depths, cameras, names, depth_quantum=quantum, far=far)
 
 
 def _check_orbit(cameras: Sequence[Camera], where: Path) -> None:
