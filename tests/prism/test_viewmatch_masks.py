@@ -65,7 +65,7 @@ def test_cube_visibility_matches_the_closed_form(scenes_512, k):
 def test_sphere_visibility_matches_the_closed_form(scenes_512, k):
     vs, renders = scenes_512["sphere"]
     t = k + 1
-    sil, v_star, i_star = _labels("sphere", vs, renders, t)
+    sil, v_star, _i_star = _labels("sphere", vs, renders, t)
     v0 = visibility_mask(vs, 0, t)
     assert 1 - (v0 ^ v_star).sum() / sil.sum() >= 0.95
     if v_star.sum() >= 0.9 * sil.sum():  # 22.5 degrees: the visible part covers >= 90 % of the silhouette
@@ -75,7 +75,7 @@ def test_sphere_visibility_matches_the_closed_form(scenes_512, k):
 
 def test_a_looser_tolerance_widens_the_false_visible_band(scenes_512):
     vs, renders = scenes_512["cube"]
-    sil, v_star, _ = _labels("cube", vs, renders, 3)  # 90 degrees
+    _sil, v_star, _ = _labels("cube", vs, renders, 3)  # 90 degrees
     strict = visibility_mask(vs, 0, 3, rel_tol=0.002)
     loose = visibility_mask(vs, 0, 3, rel_tol=0.05)
     assert (loose & ~v_star).sum() > (strict & ~v_star).sum()
@@ -125,10 +125,7 @@ def test_epipolar_mask_stays_near_the_object_and_outside_it(scenes_128, shape):
     # at the depth of the pixel centre, not of the sample's exact position)
     dist = np.linalg.norm(kept - vs.cameras[1].center, axis=1)
     footprint = dist / vs.cameras[1].fx
-    if shape == "sphere":
-        outside = np.linalg.norm(kept, axis=1) - 1.0
-    else:
-        outside = np.abs(kept).max(axis=1) - sc.CUBE_HALF
+    outside = np.linalg.norm(kept, axis=1) - 1.0 if shape == "sphere" else np.abs(kept).max(axis=1) - sc.CUBE_HALF
     assert (outside > -footprint).all()
     assert (outside > 0).mean() > 0.99
     # every kept sample lies behind its surface point as seen from the source, so the source sees none of them

@@ -36,6 +36,7 @@ _NAMES = {
     "DiffusersBackend": "backends",
     "FluxControlNetBackend": "backends",
     "BlipCaptioner": "backends",
+    "inpaint_composite": "backends",
     "build_viewmatch_dataset": "builder",
     "BuildReport": "builder",
     "head_discriminability": "evaluate",

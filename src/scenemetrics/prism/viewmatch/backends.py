@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -39,6 +40,7 @@ __all__ = [
     "FluxControlNetBackend",
     "OpenCVBackend",
     "ViewMatchInpainter",
+    "inpaint_composite",
 ]
 
 DEFAULT_INPAINTING_MODEL = "stable-diffusion-v1-5/stable-diffusion-inpainting"
@@ -86,6 +88,50 @@ def _load_error(what: str, model: str, err: Exception) -> Exception:
         filename=model,
         url=url,
     )
+
+
+def _resize(array: np.ndarray, size: int, nearest: bool) -> np.ndarray:
+    from PIL import Image
+
+    img = Image.fromarray(array)
+    return np.asarray(img.resize((size, size), Image.NEAREST if nearest else Image.LANCZOS))
+
+
+def inpaint_composite(
+    inpainter: ViewMatchInpainter, image: np.ndarray, mask: np.ndarray, *, prompt: str, negative_prompt: str, seed: int
+) -> np.ndarray:
+    """Run a backend the way the builder does: resize, inpaint, resize back, composite.
+
+    The image (``(S, S, 3)`` uint8 RGB over white) is resized to the backend's ``size`` with LANCZOS and the mask
+    with NEAREST, the result is resized back with LANCZOS, and only pixels of ``mask`` are taken from it: every
+    other pixel is bit-identical to ``image``.
+
+    Raises:
+        ValueError: the backend returned another shape or dtype.
+
+    Example:
+        >>> import numpy as np
+        >>> image = np.full((8, 8, 3), 255, np.uint8); mask = np.zeros((8, 8), bool); mask[2:4, 2:4] = True
+        >>> out = inpaint_composite(OpenCVBackend(), image, mask, prompt="", negative_prompt="", seed=45)
+        >>> bool((out[~mask] == image[~mask]).all())
+        True
+    """
+    side = image.shape[0]
+    size = getattr(inpainter, "size", None)
+    if size and size != side:
+        m_small = _resize(np.where(mask, 255, 0).astype(np.uint8), size, nearest=True) > 127
+        out = inpainter(
+            _resize(image, size, nearest=False), m_small, prompt=prompt, negative_prompt=negative_prompt, seed=seed
+        )
+        out = _resize(np.asarray(out, dtype=np.uint8), side, nearest=False)
+    else:
+        out = inpainter(image, mask, prompt=prompt, negative_prompt=negative_prompt, seed=seed)
+    out = np.asarray(out)
+    if out.shape != image.shape or out.dtype != np.uint8:
+        raise ValueError(
+            f"the inpainter returned {out.dtype} {out.shape}; expected uint8 {image.shape} (RGB over white)"
+        )
+    return np.where(mask[..., None], out, image)
 
 
 class OpenCVBackend:
@@ -181,9 +227,11 @@ class DiffusersBackend:
             device = _resolve_device(self.device)
             dtype = self.torch_dtype or (torch.float16 if device.startswith("cuda") else torch.float32)
             try:
-                pipe = AutoPipelineForInpainting.from_pretrained(
-                    self.model, torch_dtype=dtype, local_files_only=_offline(self.local_files_only)
-                )
+                with warnings.catch_warnings():  # newer diffusers rename torch_dtype; older ones only know it
+                    warnings.filterwarnings("ignore", message=".*torch_dtype.*", category=FutureWarning)
+                    pipe = AutoPipelineForInpainting.from_pretrained(
+                        self.model, torch_dtype=dtype, local_files_only=_offline(self.local_files_only)
+                    )
             except (OSError, ValueError) as err:
                 raise _load_error("inpainting pipeline", self.model, err) from err
             pipe = pipe.to(device)

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from scenemetrics.prism.viewmatch.backends import inpaint_composite
 from scenemetrics.prism.viewmatch.config import BuildConfig
 from scenemetrics.prism.viewmatch.masks import pair_masks
 from scenemetrics.prism.viewmatch.views import MissingDepthError, ViewSet, find_objects, import_cv2, read_transforms
@@ -203,33 +204,6 @@ def _pairs(num_views: int, config: BuildConfig) -> list[tuple[int, int]]:
 
 # ---------------------------------------------------------------------------------------------------------------
 # the build
-
-
-def _resize(array: np.ndarray, size: int, nearest: bool) -> np.ndarray:
-    from PIL import Image
-
-    img = Image.fromarray(array)
-    return np.asarray(img.resize((size, size), Image.NEAREST if nearest else Image.LANCZOS))
-
-
-def _inpaint(inpainter: Any, image: np.ndarray, mask: np.ndarray, prompt: str, negative: str, seed: int) -> np.ndarray:
-    """Resize to the backend's size, inpaint, resize back and composite: only masked pixels change."""
-    side = image.shape[0]
-    size = getattr(inpainter, "size", None)
-    if size and size != side:
-        m_small = _resize(np.where(mask, 255, 0).astype(np.uint8), size, nearest=True) > 127
-        out = inpainter(
-            _resize(image, size, nearest=False), m_small, prompt=prompt, negative_prompt=negative, seed=seed
-        )
-        out = _resize(np.asarray(out, dtype=np.uint8), side, nearest=False)
-    else:
-        out = inpainter(image, mask, prompt=prompt, negative_prompt=negative, seed=seed)
-    out = np.asarray(out)
-    if out.shape != image.shape or out.dtype != np.uint8:
-        raise ValueError(
-            f"the inpainter returned {out.dtype} {out.shape}; expected uint8 {image.shape} (RGB over white)"
-        )
-    return np.where(mask[..., None], out, image)
 
 
 def _fingerprint(config: BuildConfig, inpainter: str, captioner: str) -> str:
@@ -443,7 +417,9 @@ class _Builder:
     def _candidate(
         self, obj_dir: Path, stem: str, target: np.ndarray, mask: np.ndarray, prompt: str, seed: int
     ) -> dict:
-        image = _inpaint(self.inpainter, target, mask, prompt, self.config.negative_prompt, seed)
+        image = inpaint_composite(
+            self.inpainter, target, mask, prompt=prompt, negative_prompt=self.config.negative_prompt, seed=seed
+        )
         rel = f"inpainted/{stem}.png"
         _write_atomic(obj_dir / rel, _png_bytes(image))
         return {"file": rel, "seed": seed}
