@@ -131,6 +131,18 @@ class _Log:
         return dict(sorted(Counter(json.loads(s)["reason"] for s in seen).items()))
 
 
+_PAIR_KEYS = ("source", "target", "positives", "negatives", "misaligned", "visible_fraction", "prompt")
+_CANDIDATE_KEYS = ("file", "mask_area", "seed")
+
+
+def _ordered(entry: dict[str, Any]) -> dict[str, Any]:
+    """A pair entry with its keys in the documented order (a resumed pair was re-read from JSON)."""
+    out = {k: entry[k] for k in _PAIR_KEYS if k in entry}
+    for kind in ("positives", "negatives"):
+        out[kind] = [{k: c[k] for k in _CANDIDATE_KEYS} for c in out[kind]]
+    return out
+
+
 def _entry(obj: str, reason: str, detail: str, source: str | None = None, target: str | None = None) -> dict[str, Any]:
     return {"object": obj, "source": source, "target": target, "reason": reason, "detail": detail}
 
@@ -315,7 +327,7 @@ class _Builder:
                 os.fsync(out.fileno())
                 done[key] = entry
                 self.bar.update(1)
-        entries = [done[k] for k in sorted(done) if "skipped" not in done[k]]
+        entries = [_ordered(done[k]) for k in sorted(done) if "skipped" not in done[k]]
         _write_json(obj_dir / "pairs.json", {"pairs": entries})
         cams = {
             "views": {name: {"file": files[name], "c2w": vs.cameras[i].c2w.tolist()} for i, name in enumerate(vs.names)}
