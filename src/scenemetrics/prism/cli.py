@@ -301,7 +301,7 @@ def run_evaluate_head(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from scenemetrics.prism.head import ProjectionHead
-    from scenemetrics.prism.viewmatch.evaluate import head_discriminability, plot_distance_histogram
+    from scenemetrics.prism.viewmatch.evaluate import head_discriminability, json_ready, plot_distance_histogram
 
     head = ProjectionHead.load(args.head) if args.head is not None else None
     split = None if args.split == "all" else args.split
@@ -321,11 +321,11 @@ def run_evaluate_head(args: argparse.Namespace) -> int:
         raw = head_discriminability(args.data, None, **opts)
         summary["raw"] = {k: raw[k] for k in ("auc", "auc_misaligned", "auc_all_negatives", "mmd", "distance")}
     summary["histogram"] = str(png)
+    summary = json_ready(summary)
     (out / "evaluation.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(
-        f"AUC {summary['auc']:.3f} (positives vs inpainted negatives), "
-        f"MMD² positives {summary['mmd']['positives']:.4f} vs negatives {summary['mmd']['negatives']:.4f}; "
-        f"wrote {out / 'evaluation.json'} and {png}",
+        f"AUC {summary['auc']} (positives vs inpainted negatives), MMD² positives {summary['mmd']['positives']} vs "
+        f"negatives {summary['mmd']['negatives']}; wrote {out / 'evaluation.json'} and {png}",
         file=sys.stderr,
     )
     print(json.dumps(summary))

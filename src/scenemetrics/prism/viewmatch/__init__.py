@@ -41,6 +41,7 @@ _NAMES = {
     "BuildReport": "builder",
     "head_discriminability": "evaluate",
     "plot_distance_histogram": "evaluate",
+    "json_ready": "evaluate",
 }
 
 _all, __getattr__, __dir__ = lazy_exports(__name__, _NAMES)

@@ -27,7 +27,18 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-__all__ = ["head_discriminability", "plot_distance_histogram"]
+__all__ = ["head_discriminability", "json_ready", "plot_distance_histogram"]
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by ``None`` (strict JSON has no NaN)."""
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _embed(features: np.ndarray, rows: list[int], head: nn.Module | None) -> Tensor:
@@ -176,7 +187,8 @@ def plot_distance_histogram(result: dict[str, Any], path: str | os.PathLike, *, 
     except ImportError as err:  # pragma: no cover - matplotlib is in the [viz] extra
         raise ImportError("the histogram needs matplotlib: pip install 'scenemetrics[viz]'") from err
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
-    bins = np.linspace(0.0, 1.0, 41)
+    every = np.concatenate([np.asarray(v, dtype=float) for v in result["distances"].values()] + [np.zeros(1)])
+    bins = np.linspace(0.0, min(1.0, max(float(every.max()) * 1.05, 1e-6)), 41)  # zoom on the data
     styles = {
         "positives": ("plausible (positives)", "tab:green"),
         "negatives": ("implausible inpaintings", "tab:red"),
