@@ -268,3 +268,43 @@ def test_load_depth_formats(tmp_path):
     assert np.allclose(depth, 0.25) and quantum == 0.0001
     with pytest.raises(ValueError, match="unsupported extension"):
         load_depth(tmp_path / "d.tiff")
+
+
+_NO_OPENCV = r"""
+import importlib.abc, sys
+
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in {"cv2", "diffusers", "transformers"}:
+            raise ImportError(f"{name} is blocked for this test")
+        return None
+
+sys.meta_path.insert(0, Block())
+import scenemetrics.prism as prism
+config = prism.BuildConfig(num_positives=1)
+assert prism.viewmatch.BuildConfig is prism.BuildConfig and callable(prism.build_viewmatch_dataset)
+try:
+    prism.viewmatch.ellipse(1)
+except ImportError as err:
+    assert "pip install 'scenemetrics[inpaint]'" in str(err), err
+else:
+    raise AssertionError("no ImportError")
+assert "cv2" not in sys.modules
+print("ok")
+"""
+
+
+@pytest.mark.slow  # a fresh interpreter importing torch: ~15 s on a loaded 2-core machine
+def test_viewmatch_imports_without_opencv_and_names_the_extra(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-c", _NO_OPENCV], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("ok")
