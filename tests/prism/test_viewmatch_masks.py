@@ -205,6 +205,11 @@ def test_read_transforms_conventions(tmp_path):
     (folder / "transforms.json").write_text(json.dumps(meta))
     up = read_transforms(folder, world_up="y")
     assert np.allclose(up.cameras[0].center, [0, 0, 3])
+    c2w[:3, 3] = [1, 3, 0]  # still looking along -y: misses the origin by atan(1/3) = 18 degrees
+    meta["frames"][0]["transform_matrix"] = c2w.tolist()
+    (folder / "transforms.json").write_text(json.dumps(meta))
+    with pytest.warns(UserWarning, match="optical axes of 1 camera"):
+        read_transforms(folder, world_up="y")
 
 
 def test_non_square_views_are_padded_white_with_shifted_principal_point():
