@@ -2,7 +2,7 @@
 
 The views are rendered analytically (boxes and a sphere, RGBA + exact z-depth, nerfstudio ``transforms.json``), so
 the script runs offline. Every step is the ``scenemetrics`` command a user would type, run in its own process;
-the script prints the wall time and peak memory of each. Without ``--model`` the embedding uses a tiny random-weight
+the script prints the wall time, CPU time and peak memory of each. Without ``--model`` the embedding uses a tiny random-weight
 Zero123 (seconds, meaningless scores); pass a Zero123-XL diffusers folder or hub id for real features, and
 ``--inpainter diffusers`` (Stable Diffusion inpainting) for real inpaintings.
 
@@ -98,8 +98,11 @@ def step(name: str, args: list[str], log: list[dict]) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"{name} failed with exit code {proc.returncode}")
     peak_mb = usage.ru_maxrss / 1024  # Linux: kilobytes
-    log.append({"step": name, "seconds": round(seconds, 1), "peak_rss_mb": round(peak_mb)})
-    print(f"== {name}: {seconds:.1f} s, peak RSS {peak_mb:.0f} MB", file=sys.stderr)
+    cpu = usage.ru_utime + usage.ru_stime  # less sensitive than wall time to other load on the machine
+    log.append(
+        {"step": name, "seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1), "peak_rss_mb": round(peak_mb)}
+    )
+    print(f"== {name}: {seconds:.1f} s wall, {cpu:.1f} s CPU, peak RSS {peak_mb:.0f} MB", file=sys.stderr)
     return json.loads(out.strip().splitlines()[-1])
 
 
