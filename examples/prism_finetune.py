@@ -2,8 +2,8 @@
 
 The views are rendered analytically (boxes and a sphere, RGBA + exact z-depth, nerfstudio ``transforms.json``), so
 the script runs offline. Every step is the ``scenemetrics`` command a user would type, run in its own process;
-the script prints the wall time, CPU time and peak memory of each. Without ``--model`` the embedding uses a tiny random-weight
-Zero123 (seconds, meaningless scores); pass a Zero123-XL diffusers folder or hub id for real features, and
+the script prints the wall time, CPU time and peak memory of each. Without ``--model`` the embedding uses a tiny
+random-weight Zero123 (seconds, meaningless scores); pass a Zero123-XL diffusers folder or hub id for real features, and
 ``--inpainter diffusers`` (Stable Diffusion inpainting) for real inpaintings.
 
 Usage:
