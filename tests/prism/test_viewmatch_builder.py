@@ -127,6 +127,8 @@ def test_resume_skips_finished_pairs_and_matches_an_uninterrupted_build(built, v
     stamps = {c["file"]: os.stat(out / "cube" / c["file"]).st_mtime_ns for c in finished}
     assert stamps
     (out / "cube" / "inpainted" / "junk.png.tmp").write_bytes(b"half a file")
+    with (out / "cube" / "pairs.partial.jsonl").open("a") as f:
+        f.write('{"source": "00')  # a line cut by the crash
     resumed = _Crash(10**6)
     report = build_viewmatch_dataset(views, out, inpainter=resumed, config=FAST, progress=False)
     every = [

@@ -305,13 +305,17 @@ class _Builder:
         partial = obj_dir / "pairs.partial.jsonl"
         done: dict[tuple[str, str], dict[str, Any]] = {}
         if partial.is_file():
-            for line in partial.read_text().splitlines():
+            text = partial.read_text()
+            for line in text.splitlines():
                 if line.strip():
                     try:
                         e = json.loads(line)
                     except json.JSONDecodeError:
                         continue  # a line cut by a crash: the pair is redone
                     done[(e["source"], e["target"])] = e
+            if (text and not text.endswith("\n")) or len(done) != sum(1 for x in text.splitlines() if x.strip()):
+                lines = "".join(json.dumps(e, sort_keys=True) + "\n" for e in done.values())
+                _write_atomic(partial, lines.encode())  # drop the cut line before appending
         captions = self._captions(obj_dir, vs, sorted({s for s, _ in pairs}))
         with partial.open("a") as out:
             for s, t in pairs:
