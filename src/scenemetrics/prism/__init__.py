@@ -8,7 +8,8 @@ step (:class:`Zero123Features`: nine U-Net blocks pooled, 8320-d) and a contrast
 * :class:`PRISMMMD` (reference-free): unbiased RBF MMD² against an anchor set of ground-truth triplets.
 
 The authors released no code, head or data, so scores from this implementation are **not the paper's numbers**:
-train a head on your own triplets (:func:`train_head`, ``scenemetrics prism train-head``) or use ``head=None``
+train a head on your own triplets (:func:`build_viewmatch_dataset` makes them from posed views with depth,
+:func:`train_head` / ``scenemetrics prism train-head`` trains or fine-tunes the head) or use ``head=None``
 (raw, untrained diffusion features). Names resolve lazily: ``import scenemetrics.prism`` needs only the core
 dependencies; loading Zero123 needs the ``[prism]`` extra and the trainer the ``[lightning]`` extra.
 
@@ -52,8 +53,17 @@ _NAMES = {
     "evaluate_head": "training",
     "TrainHeadResult": "training",
     "random_checkpoint": "random",
+    # ViewMatch-style training data (scenemetrics.prism.viewmatch)
+    "build_viewmatch_dataset": "scenemetrics.prism.viewmatch.builder",
+    "BuildConfig": "scenemetrics.prism.viewmatch.config",
+    "BuildReport": "scenemetrics.prism.viewmatch.builder",
+    "ViewSet": "scenemetrics.prism.viewmatch.views",
+    "Camera": "scenemetrics.prism.viewmatch.views",
+    "read_transforms": "scenemetrics.prism.viewmatch.views",
+    "pair_masks": "scenemetrics.prism.viewmatch.masks",
+    "head_discriminability": "scenemetrics.prism.viewmatch.evaluate",
 }
 
 
-_all, __getattr__, __dir__ = lazy_exports(__name__, _NAMES)
+_all, __getattr__, __dir__ = lazy_exports(__name__, _NAMES, submodules=("viewmatch",))
 __all__ = _all

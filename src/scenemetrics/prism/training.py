@@ -318,6 +318,9 @@ class PRISMHeadModule(L.LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["prism_history"] = [dict(h) for h in self.history]
+        version = getattr(self.logger, "version", None) if self._trainer is not None else None
+        if isinstance(version, int):
+            checkpoint["prism_logger_version"] = version
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self.history = [dict(h) for h in checkpoint.get("prism_history", [])]
@@ -362,14 +365,74 @@ def _head_from_checkpoint(path: Path) -> ProjectionHead:
     return head.eval()
 
 
-def _make_logger(output_dir: Path) -> Any:
+def _make_logger(output_dir: Path, version: int | None = None) -> Any:
+    """TensorBoard (CSV without tensorboard) logger under ``output_dir/logs``; ``version=None`` takes the next free."""
     if importlib.util.find_spec("tensorboard") is not None or importlib.util.find_spec("tensorboardX") is not None:
         from lightning.pytorch.loggers import TensorBoardLogger
 
-        return TensorBoardLogger(output_dir, name="logs")
+        return TensorBoardLogger(output_dir, name="logs", version=version)
     from lightning.pytorch.loggers import CSVLogger
 
-    return CSVLogger(output_dir, name="logs")
+    return CSVLogger(output_dir, name="logs", version=version)
+
+
+def _resume_logger_version(ckpt_path: Path, output_dir: Path) -> int | None:
+    """The logger version a checkpoint was written under (fallback: the highest ``logs/version_N``)."""
+    ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+    version = ckpt.get("prism_logger_version")
+    if isinstance(version, int):
+        return version
+    found = [
+        int(p.name.removeprefix("version_"))
+        for p in (output_dir / "logs").glob("version_*")
+        if p.is_dir() and p.name.removeprefix("version_").isdigit()
+    ]
+    return max(found) if found else None
+
+
+def _file_sha256(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+_PROVENANCE_KEYS = ("model", "timestep", "noise_seed", "image_size")
+
+
+def _load_init_head(
+    path: str | os.PathLike, feature_dim: int, hidden_dim: int | None, out_dim: int | None, extractor: dict
+) -> ProjectionHead:
+    head = ProjectionHead.load(path)
+    if head.in_dim != feature_dim:
+        raise ValueError(
+            f"`init_head` {os.fspath(path)!r} takes {head.in_dim}-d features but the feature cache holds "
+            f"{feature_dim}-d features (another extractor?)"
+        )
+    for name, want, have in (("hidden_dim", hidden_dim, head.hidden_dim), ("out_dim", out_dim, head.out_dim)):
+        if want is not None and want != have:
+            raise ValueError(f"`{name}`={want} does not match the `init_head` file's {name}={have}; omit {name}")
+    try:
+        theirs = json.loads(head.metadata.get("extractor", "{}"))
+    except json.JSONDecodeError:
+        theirs = {}
+    if isinstance(theirs, dict) and theirs:
+        diff = {
+            k: (theirs.get(k), extractor.get(k))
+            for k in _PROVENANCE_KEYS
+            if k in theirs and k in extractor and theirs.get(k) != extractor.get(k)
+        }
+        if diff:
+            warnings.warn(
+                f"`init_head` was trained on features of another extractor setting (head vs cache: {diff}); "
+                "fine-tuning starts from features it has not seen",
+                UserWarning,
+                stacklevel=3,
+            )
+    return head
 
 
 def train_head(
@@ -381,8 +444,8 @@ def train_head(
     lr: float = 1e-4,
     weight_decay: float = 1e-2,
     margin: float = 1.0,
-    hidden_dim: int = 2048,
-    out_dim: int = 2048,
+    hidden_dim: int | None = None,
+    out_dim: int | None = None,
     patience: int = 10,
     val_fraction: float = 0.1,
     min_mask_area: float = 0.02,
@@ -390,6 +453,7 @@ def train_head(
     max_misaligned: int | None = None,
     seed: int = 0,
     resume: str | os.PathLike | None = None,
+    init_head: str | os.PathLike | None = None,
     accelerator: str = "auto",
     devices: int | str = "auto",
     num_workers: int = 0,
@@ -406,7 +470,9 @@ def train_head(
         cache_dir: a feature cache (:func:`~scenemetrics.prism.build_feature_cache`).
         output_dir: output folder (created).
         epochs: total number of epochs (Lightning's ``max_epochs``, counting epochs before a resume).
-        batch_size / lr / weight_decay / margin / hidden_dim / out_dim: training and head settings.
+        batch_size / lr / weight_decay / margin: training settings.
+        hidden_dim / out_dim: head sizes (``None``: 2048, or the ``init_head`` file's; a value that differs from
+            the file's raises).
         patience: early-stopping patience on ``val/loss`` (our choice; the paper gives none).
         val_fraction / min_mask_area / full_mask_area / max_misaligned / seed / num_workers: see
             :class:`PRISMFeatureDataModule`.
@@ -414,6 +480,11 @@ def train_head(
             (``output_dir/checkpoints/last.ckpt``) or the path of a ``.ckpt``. Weights, optimiser state, epoch
             counters, early-stopping / checkpoint state and the history are restored; with the same seed on one
             device, training k epochs and resuming to N gives the weights of N uninterrupted epochs.
+        init_head: a head file (:meth:`ProjectionHead.save`, e.g. an earlier ``head.safetensors``) to fine-tune:
+            its weights are copied into the module before training, so the first optimisation step starts from
+            exactly them (with a fresh AdamW state). Its ``in_dim`` must equal the cache's feature size. Its path and
+            sha256 are recorded in ``config.json`` and the saved head's metadata. Not allowed with ``resume`` (the
+            checkpoint already holds the weights).
         accelerator / devices: Lightning's. ``devices > 1`` uses DDP, whose distributed sampler replaces the
             per-epoch permutation (exact resume equality is then not promised).
         progress: show Lightning's progress bar.
@@ -422,8 +493,12 @@ def train_head(
         A :class:`TrainHeadResult` with the best head (eval mode, CPU).
 
     Raises:
-        FileNotFoundError: the resume checkpoint does not exist.
-        ValueError: bad settings, or a cache without training or validation triplets.
+        FileNotFoundError: the resume checkpoint or the ``init_head`` file does not exist.
+        ValueError: bad settings, a cache without training or validation triplets, an ``init_head`` of the wrong
+            size, or ``init_head`` together with ``resume``.
+
+    TensorBoard: a fresh run writes to the next free ``logs/version_N``; its number is stored in the checkpoints, so
+    a resumed run appends to the same folder (its steps continue from the restored global step).
 
     Example:
         >>> result = train_head("cache/", "runs/head", epochs=20, resume="last")  # doctest: +SKIP
@@ -435,6 +510,10 @@ def train_head(
         raise ValueError(f"`margin` must be a non-negative number; received {margin!r}")
     if not (isinstance(lr, (int, float)) and lr > 0):
         raise ValueError(f"`lr` must be a positive number; received {lr!r}")
+    if init_head is not None and resume is not None:
+        raise ValueError("`init_head` cannot be combined with `resume`: the checkpoint already holds the weights")
+    if init_head is not None and not Path(init_head).is_file():
+        raise FileNotFoundError(f"`init_head` file {os.fspath(init_head)!r} does not exist")
     output_dir = Path(output_dir)
     ckpt_dir = output_dir / "checkpoints"
     best_path, last_path = ckpt_dir / "best.ckpt", ckpt_dir / "last.ckpt"
@@ -466,6 +545,9 @@ def train_head(
         "max_misaligned": max_misaligned,
         "seed": seed,
         "resume": None if ckpt_path is None else os.fspath(ckpt_path),
+        "init_head": None
+        if init_head is None
+        else {"path": os.fspath(init_head), "sha256": _file_sha256(Path(init_head))},
         "accelerator": accelerator,
         "devices": devices,
         "num_workers": num_workers,
@@ -482,6 +564,15 @@ def train_head(
         max_misaligned=max_misaligned,
     )
     datamodule.setup("fit")
+    start_head = None
+    if init_head is not None:
+        start_head = _load_init_head(
+            init_head, datamodule.feature_dim, hidden_dim, out_dim, datamodule.index.get("extractor", {}) or {}
+        )
+        hidden_dim, out_dim = start_head.hidden_dim, start_head.out_dim
+    hidden_dim = 2048 if hidden_dim is None else hidden_dim
+    out_dim = 2048 if out_dim is None else out_dim
+    config["hidden_dim"], config["out_dim"] = hidden_dim, out_dim
     module = PRISMHeadModule(
         in_dim=datamodule.feature_dim,
         out_dim=out_dim,
@@ -490,6 +581,8 @@ def train_head(
         weight_decay=weight_decay,
         margin=margin,
     )
+    if start_head is not None:
+        module.head.load_state_dict(start_head.state_dict())
     checkpoint = ModelCheckpoint(
         dirpath=ckpt_dir,
         filename="best",
@@ -503,7 +596,7 @@ def train_head(
         max_epochs=epochs,
         accelerator=accelerator,
         devices=devices,
-        logger=_make_logger(output_dir),
+        logger=_make_logger(output_dir, None if ckpt_path is None else _resume_logger_version(ckpt_path, output_dir)),
         callbacks=[checkpoint, early, _HistoryWriter(history_path)],
         enable_progress_bar=progress,
         enable_model_summary=progress,
