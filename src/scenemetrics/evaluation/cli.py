@@ -61,7 +61,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--root", required=True, metavar="DIR", help="folder with one folder per method")
+    p.add_argument("--root", metavar="DIR", help="folder with one folder per method")
+    p.add_argument(
+        "--predictions",
+        nargs="+",
+        default=[],
+        metavar="PATH",
+        help="NerfBaselines predictions folders or .tar.gz/.zip archives (named by their info.json)",
+    )
+    p.add_argument(
+        "--train-views",
+        metavar="DIR",
+        help="training views for scenes without them: DIR/<scene>/images/, DIR/<scene>/ or DIR (PuzzleSim references)",
+    )
     _cli.add_out_arg(p)
     p.add_argument(
         "--metrics",
@@ -72,7 +84,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--layout",
         default="auto",
-        choices=("auto", "scenemetrics", "nerfbaselines", "nerfstudio"),
+        choices=("auto", "scenemetrics", "nerfbaselines", "nerfstudio", "gaussian-splatting"),
         help="scene folder layout (default: detected per folder)",
     )
     p.add_argument("--data", metavar="DIR", help="dataset <data>/<scene>/{gt,train}/ for what a scene folder lacks")
@@ -184,8 +196,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.thumbnails < 0:
         raise _cli.CLIError(f"--thumbnails must be >= 0; received {args.thumbnails}")
+    if args.root is None and not args.predictions:
+        raise _cli.CLIError("nothing to evaluate: give --root DIR and/or --predictions PATH ...")
     config = EvalConfig(
         root=args.root,
+        predictions=tuple(args.predictions),
+        train_views=args.train_views,
         out=args.out,
         metrics=_csv_list(args.metrics),
         layout=args.layout,
