@@ -92,6 +92,7 @@ class EvalConfig:
         split: ns-render split.
         methods, scenes: restrict to these names (of the ``root`` tree).
         predictions: NerfBaselines predictions folders or archives, scored next to the ``root`` tree.
+        nerfstudio_configs: trained nerfstudio runs (``config.yml``), rendered on the ``split`` (default test).
         train_views: training views for scenes without them (``<dir>/<scene>/images/``, ``<dir>/<scene>/``, ``<dir>``).
         options: per-metric options, ``{"lpips": {"net": "vgg"}, ...}``.
         plugins: modules or ``.py`` files that register more metrics.
@@ -131,6 +132,7 @@ class EvalConfig:
     quiet: bool = False
     predictions: Sequence[str | os.PathLike] = ()
     train_views: str | os.PathLike | None = None
+    nerfstudio_configs: Sequence[str | os.PathLike] = ()
 
 
 @dataclass
@@ -406,8 +408,8 @@ def _units(config: EvalConfig, out: Path) -> list[Unit]:
     """The ``root`` tree's units, then the NerfBaselines predictions' (one key may come from one source only)."""
     from scenemetrics.evaluation.predictions import read_predictions
 
-    if config.root is None and not config.predictions:
-        raise ValueError("nothing to evaluate: give a results tree (root) and/or NerfBaselines predictions")
+    if config.root is None and not config.predictions and not config.nerfstudio_configs:
+        raise ValueError("nothing to evaluate: give a results tree, NerfBaselines predictions or a nerfstudio run")
     units = []
     if config.root is not None:
         units = discover_units(
@@ -419,8 +421,17 @@ def _units(config: EvalConfig, out: Path) -> list[Unit]:
             scenes=config.scenes,
             train_views=config.train_views,
         )
+    extra = []
     if config.predictions:
         extra = read_predictions(config.predictions, out / "inputs", data=config.data, train_views=config.train_views)
+    if config.nerfstudio_configs:
+        from scenemetrics.evaluation.nerfstudio_source import render_nerfstudio
+
+        split = config.split or "test"
+        extra += [
+            render_nerfstudio(c, out / "inputs", split=split, quiet=config.quiet) for c in config.nerfstudio_configs
+        ]
+    if extra:
         clash = sorted({u.key for u in units} & {u.key for u in extra})
         if clash:
             raise ValueError(f"{', '.join(clash)} come both from the results tree and from predictions")
