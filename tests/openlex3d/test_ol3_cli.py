@@ -240,3 +240,92 @@ def test_segmentation_two_fabric_ranks_equal_one_process(tree):
     assert one["mean"]["top_1"] == pytest.approx(two["mean"]["top_1"], abs=1e-12)
     assert one["mean"]["top_3"] == pytest.approx(two["mean"]["top_3"], abs=1e-12)
     assert one["mean"]["set_ranking"] == pytest.approx(two["mean"]["set_ranking"], abs=1e-12, nan_ok=True)
+
+
+def _as_benchmark_release(tree, *, visible_scene=None):
+    """The same two scenes in the benchmark's own layouts: ScanNet++ ``prepared_semantics/<scene>.pth`` for the
+    dataset and the OpenLex3D label release (``<labels>/scannetpp/<scene>/...``, ``prompt_list.txt``)."""
+    import shutil
+
+    root, labels = tree / "scannetpp_root", tree / "openlex3d_labels"
+    (root / "prepared_semantics").mkdir(parents=True)
+    for scene in ("scene_a", "scene_b"):
+        with np.load(tree / "gt" / scene / "gt_cloud.npz") as data:
+            arrays = {"sampled_coords": data["points"], "sampled_colors": np.zeros_like(data["points"]),
+                      "sampled_instance_anno_id": data["object_ids"]}  # fmt: skip
+        torch.save(arrays, root / "prepared_semantics" / f"{scene}.pth")
+        shutil.copytree(tree / "gt" / scene, labels / "scannetpp" / scene, ignore=shutil.ignore_patterns("*.npz"))
+    shutil.copy(tree / "prompt_list.txt", labels / "scannetpp" / "prompt_list.txt")
+    return root, labels
+
+
+def test_benchmark_layout_equals_prepared_gt_and_prints_the_table(tree, capsys):
+    root, labels = _as_benchmark_release(tree)
+    texts = sorted({"sofa", "lamp", "cat sofa"} | {q.text for q in generate_queries(_load_scene(tree, "scene_a")[5])})
+    np.savez(tree / "queries.npz", texts=np.array(texts),
+             features=np.random.default_rng(1).normal(size=(len(texts), 4)).astype(np.float32))  # fmt: skip
+    common = ["--pred", str(tree / "pred"), "--top-n", "1", "--quiet", "--device", "cpu"]
+    prepared = ["--gt-root", str(tree / "gt"), "--prompts", str(tree / "prompt_list.txt")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert main(["openlex3d", "eval", "segmentation", *prepared, *common, "--set-ranking", "--text-features",
+                     str(tree / "prompts.npy"), "--out", str(tree / "seg.json")]) == 0  # fmt: skip
+        assert main(["openlex3d", "eval", "retrieval", "--gt-root", str(tree / "gt"), "--pred", str(tree / "pred"),
+                     "--query-features", str(tree / "queries.npz"), "--quiet", "--out", str(tree / "r.json")]) == 0
+        capsys.readouterr()
+        argv = ["openlex3d", "eval", "--dataset", "scannetpp", "--dataset-root", str(root), "--labels", str(labels),
+                *common, "--text-features", str(tree / "prompts.npy"), "--query-features", str(tree / "queries.npz"),
+                "--out", str(tree / "bench.json")]  # fmt: skip
+        assert main(argv) == 0
+    table = capsys.readouterr().out
+    bench = json.loads((tree / "bench.json").read_text())
+    seg, ret = json.loads((tree / "seg.json").read_text()), json.loads((tree / "r.json").read_text())
+    assert bench["segmentation"]["per_scene"] == seg["per_scene"] and bench["segmentation"]["mean"] == seg["mean"]
+    assert bench["retrieval"]["per_scene"] == ret["per_scene"] and bench["retrieval"]["pooled"] == ret["pooled"]
+    lines = table.strip().splitlines()
+    assert [line.split()[0] for line in lines] == ["scene", "scene_a", "scene_b", "mean"]
+    header = lines[0].split()
+    assert "top_1:synonyms" in header and "AP" in header
+    mean_row = dict(zip(header, lines[-1].split(), strict=True))
+    assert mean_row["top_1:synonyms"] == f"{100 * seg['mean']['top_1']['synonyms']:.1f}"
+    assert mean_row["AP"] == f"{100 * ret['scene_mean']['ap']:.1f}"
+
+
+def test_benchmark_segmentation_uses_the_visible_cloud(tree):
+    root, labels = _as_benchmark_release(tree)
+    pts, feats, index, gt_pts, gt_ids, cats = _load_scene(tree, "scene_a")
+    visible = gt_pts[::2] + 0.01  # within the 5 cm transfer radius of a GT point
+    visible[0] += 1.0  # far from every GT point: id -1 (not evaluated)
+    write_pcd(labels / "scannetpp" / "scene_a" / "gt_visible_cloud.pcd", visible, mode="ascii", dtype="f8")
+    out = tree / "bench.json"
+    argv = ["openlex3d", "eval", "--dataset", "scannetpp", "--dataset-root", str(root), "--labels", str(labels),
+            "--scene", "scene_a", "--pred", str(tree / "pred" / "scene_a"), "--top-n", "1", "--quiet",
+            "--text-features", str(tree / "prompts.npy"), "--out", str(out)]  # fmt: skip
+    from scipy.spatial import cKDTree
+
+    dist, nn = cKDTree(gt_pts).query(read_point_cloud(labels / "scannetpp" / "scene_a" / "gt_visible_cloud.pcd"))
+    visible_ids = np.where(dist < 0.05, gt_ids[nn], -1)
+    assert visible_ids[0] == -1 and (visible_ids[1:] == gt_ids[::2][1:]).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert main(argv) == 0
+        expected = topn_frequency(pts, feats, index, torch.as_tensor(np.load(tree / "prompts.npy")),
+                                  (tree / "prompt_list.txt").read_text().splitlines(), visible, visible_ids, cats,
+                                  top_n=1)  # fmt: skip
+    data = json.loads(out.read_text())
+    assert data["segmentation"]["per_scene"]["scene_a"]["top_1"] == pytest.approx(expected.frequencies)
+    assert data["retrieval"] is None and "no --query-features" in data["retrieval_skipped"]
+
+
+def test_benchmark_argument_errors(tree, capsys):
+    root, labels = _as_benchmark_release(tree)
+    base = ["openlex3d", "eval", "--dataset", "scannetpp", "--dataset-root", str(root), "--pred", str(tree / "pred")]
+    assert main([*base, "--text-features", "x.npy"]) == 1
+    assert "--labels DIR" in capsys.readouterr().err
+    assert main([*base, "--labels", str(labels)]) == 1
+    assert "--text-features FILE or --clip" in capsys.readouterr().err
+    assert main([*base, "--labels", str(labels), "--gt-root", str(tree / "gt"), "--text-features", "x"]) == 1
+    assert "not both" in capsys.readouterr().err
+    assert main([*base, "--labels", str(labels), "--scenes", "all", "--text-features", str(tree / "prompts.npy"),
+                 "--quiet"]) == 1  # fmt: skip
+    assert "openlex3d_labels/scannetpp/0a76e06478/gt_categories.json" in capsys.readouterr().err

@@ -1,6 +1,8 @@
 """Training callbacks: log scenemetrics scores and metric maps while a 3DGS / NeRF model trains.
 
 * :class:`SceneMetricsCallback` (Lightning; ``pip install "scenemetrics[lightning]"``);
+* :class:`SceneMetricsMonitor`, the same evaluation for any other training loop (gsplat's ``simple_trainer.py``, the
+  original 3DGS ``train.py``): ``monitor.maybe_log(step, render_fn)``;
 * :mod:`scenemetrics.callbacks.nerfstudio`: ``SceneMetricsTrainingCallback``, ``add_scenemetrics`` and the method
   plugins ``nerfacto-scenemetrics`` / ``splatfacto-scenemetrics`` (``pip install "scenemetrics[nerfstudio]"``);
 * :class:`RenderedView` and :class:`SceneRenderable`, the view types both share.
@@ -23,8 +25,9 @@ _NAMES = {
     "MetricRunner": "scenemetrics.callbacks.evaluation",
     "EvaluationResult": "scenemetrics.callbacks.evaluation",
     "SceneMetricsCallback": "scenemetrics.callbacks.lightning",
+    "SceneMetricsMonitor": "scenemetrics.callbacks.monitor",
 }
-_SUBMODULES = ("nerfstudio", "lightning", "logging", "evaluation", "views")
+_SUBMODULES = ("nerfstudio", "lightning", "logging", "evaluation", "views", "monitor")
 
 
 _, __getattr__, __dir__ = lazy_exports(__name__, _NAMES, _SUBMODULES)

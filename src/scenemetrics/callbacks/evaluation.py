@@ -41,7 +41,17 @@ from torchmetrics import Metric
 from scenemetrics.callbacks.views import RenderedView
 from scenemetrics.viz import apply_colormap, map_picture, to_uint8
 
-__all__ = ["EvaluationResult", "MetricRunner", "UpdateFn", "evenly_spaced", "metric_kind", "scalars_from_value"]
+__all__ = [
+    "EvaluationResult",
+    "MetricRunner",
+    "UpdateFn",
+    "check_schedule",
+    "evenly_spaced",
+    "is_due",
+    "metric_kind",
+    "scalars_from_value",
+    "shard_indices",
+]
 
 UpdateFn = Callable[[Metric, Tensor, "Tensor | None", Mapping[str, Any]], "bool | None"]
 """``fn(metric, render, target, extras)``; returning ``False`` (not ``None``) means the view was skipped for it."""
@@ -74,6 +84,39 @@ def evenly_spaced(n: int, k: int | None) -> list[int]:
     if k == 1:
         return [0]
     return [round(j * (n - 1) / (k - 1)) for j in range(k)]
+
+
+def check_schedule(value: int | None, name: str) -> int | None:
+    """``value`` as an evaluation period: an int >= 1, or ``None`` (``ValueError`` naming ``name`` otherwise)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"`{name}` must be an int >= 1 or None; received {value!r}")
+    return value
+
+
+def is_due(step: int, every_n_steps: int | None, last_eval_step: int) -> bool:
+    """The step schedule every integration shares: ``step > 0``, a multiple of ``every_n_steps``, not yet done.
+
+    Example:
+        >>> [s for s in range(0, 7) if is_due(s, 3, last_eval_step=-1)]
+        [3, 6]
+    """
+    return every_n_steps is not None and step > 0 and step % every_n_steps == 0 and step != last_eval_step
+
+
+def shard_indices(n: int, rank: int, world_size: int) -> list[int]:
+    """The views process ``rank`` renders: ``i % world_size == rank``; with fewer views than processes, every process
+    still gets one (``rank % n``), because list states cannot gather from a process that updated nothing.
+
+    Example:
+        >>> shard_indices(5, 1, 2), shard_indices(1, 1, 2)
+        ([1, 3], [0])
+    """
+    indices = [i for i in range(n) if i % world_size == rank]
+    if not indices and n:
+        indices = [rank % n]
+    return indices
 
 
 def _class_names(metric: Metric) -> set[str]:
@@ -207,6 +250,25 @@ class MetricRunner:
         self._overlays: dict[str, list[tuple[int, Tensor, Any]]] = {}
         self._collect = False
 
+    # -- references ----------------------------------------------------------------------------------------------
+    def needs_references(self) -> bool:
+        """Whether a metric takes reference views (has ``set_references``, e.g. PuzzleSim)."""
+        return any(callable(getattr(m, "set_references", None)) for m in self.metrics.values())
+
+    def set_references(self, references: Any, max_reference_views: int | None, *, missing_hint: str) -> None:
+        """Give ``references`` (at most ``max_reference_views``, evenly spaced) to every metric with
+        ``set_references``; ``None`` sets nothing. A metric that still has none raises ``ValueError`` ending with
+        ``missing_hint`` (what the caller should pass)."""
+        needs = {name: m for name, m in self.metrics.items() if callable(getattr(m, "set_references", None))}
+        if references is not None and needs:
+            refs = _subset_references(references, max_reference_views)
+            for metric in needs.values():
+                moved = refs.to(metric.device) if isinstance(refs, Tensor) else [r.to(metric.device) for r in refs]
+                metric.set_references(moved)
+        for name, metric in needs.items():
+            if getattr(metric, "memory", "") is None:
+                raise ValueError(f"metric {name!r} needs reference images and has none. {missing_hint}")
+
     # -- one evaluation -------------------------------------------------------------------------------------------
     def begin(self, *, collect_images: bool) -> None:
         """Reset every metric (a logged value covers exactly one evaluation) and the per-evaluation buffers."""
@@ -333,3 +395,14 @@ class MetricRunner:
         if (name, what) not in self._warned:
             self._warned.add((name, what))
             warnings.warn(message, UserWarning, stacklevel=3)
+
+
+def _subset_references(refs: Any, max_views: int | None) -> Tensor | list[Tensor]:
+    from scenemetrics.image import check_images
+
+    if isinstance(refs, Tensor):
+        refs = check_images(refs, "references")
+        return refs[evenly_spaced(refs.shape[0], max_views)]
+    if isinstance(refs, (list, tuple)) and all(isinstance(r, Tensor) for r in refs):
+        return [refs[i] for i in evenly_spaced(len(refs), max_views)]
+    raise TypeError(f"references must be a tensor (N, 3, H, W) or a list of tensors; received {type(refs).__name__}")

@@ -22,10 +22,16 @@ except ImportError as err:
         'scenemetrics.callbacks.SceneMetricsCallback needs Lightning: pip install "scenemetrics[lightning]"'
     ) from err
 
-from scenemetrics.callbacks.evaluation import EvaluationResult, MetricRunner, UpdateFn, evenly_spaced
+from scenemetrics.callbacks.evaluation import (
+    EvaluationResult,
+    MetricRunner,
+    UpdateFn,
+    check_schedule,
+    is_due,
+    shard_indices,
+)
 from scenemetrics.callbacks.logging import log_to_lightning
 from scenemetrics.callbacks.views import RenderedView, as_rendered_view, is_one_shot, prepare_view
-from scenemetrics.image import check_images
 
 __all__ = ["SceneMetricsCallback"]
 
@@ -33,14 +39,6 @@ DEFAULT_EVERY_N_STEPS = 500
 
 References = Tensor | Sequence[Tensor] | Callable[[Trainer, LightningModule], Any]
 EvalViews = Iterable[Any] | Callable[[Trainer, LightningModule], Iterable[RenderedView | tuple]]
-
-
-def _check_schedule(value: int | None, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"`{name}` must be an int >= 1 or None; received {value!r}")
-    return value
 
 
 class SceneMetricsCallback(Callback):
@@ -136,8 +134,8 @@ class SceneMetricsCallback(Callback):
         self.metrics = nn.ModuleDict(self._runner.metrics)
         if every_n_steps is not None and every_n_epochs is not None:
             raise ValueError("give either `every_n_steps` or `every_n_epochs`, not both")
-        self.every_n_steps = _check_schedule(every_n_steps, "every_n_steps")
-        self.every_n_epochs = _check_schedule(every_n_epochs, "every_n_epochs")
+        self.every_n_steps = check_schedule(every_n_steps, "every_n_steps")
+        self.every_n_epochs = check_schedule(every_n_epochs, "every_n_epochs")
         if self.every_n_steps is None and self.every_n_epochs is None:
             self.every_n_steps = DEFAULT_EVERY_N_STEPS
         if eval_views is not None:
@@ -224,8 +222,7 @@ class SceneMetricsCallback(Callback):
     ) -> None:
         if trainer.sanity_checking or self.every_n_steps is None:
             return
-        step = trainer.global_step
-        if step > 0 and step % self.every_n_steps == 0 and step != self.last_eval_step:
+        if is_due(trainer.global_step, self.every_n_steps, self.last_eval_step):
             self._evaluate(trainer, pl_module)
 
     def on_train_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
@@ -276,11 +273,7 @@ class SceneMetricsCallback(Callback):
                 yield index, prepare_view(as_rendered_view(item, producer), producer, index, clamp=self.clamp_renders)
             return
         views = list(self.eval_views if self.eval_views is not None else module.eval_views())
-        world, rank = trainer.world_size, trainer.global_rank
-        indices = [i for i in range(len(views)) if i % world == rank]
-        if not indices and views:
-            # fewer views than ranks: every rank needs one (list states do not gather from empty ranks)
-            indices = [rank % len(views)]
+        indices = shard_indices(len(views), trainer.global_rank, trainer.world_size)
         if self.render_fn is not None:
             producer = "render_fn"
             render = self.render_fn
@@ -294,10 +287,7 @@ class SceneMetricsCallback(Callback):
     def _ensure_references(self, trainer: Trainer, pl_module: LightningModule) -> None:
         if self._references_ready:
             return
-        needs: dict[str, Any] = {
-            name: m for name, m in self._runner.metrics.items() if callable(getattr(m, "set_references", None))
-        }
-        if needs:
+        if self._runner.needs_references():
             refs: Any = None
             if self.references is not None:
                 refs = self.references
@@ -305,26 +295,13 @@ class SceneMetricsCallback(Callback):
                     refs = refs(trainer, pl_module)
             elif callable(getattr(pl_module, "reference_views", None)):
                 refs = pl_module.reference_views()  # type: ignore[operator]
-            if refs is not None:
-                refs = self._subset(refs)
-                for metric in needs.values():
-                    moved = refs.to(metric.device) if isinstance(refs, Tensor) else [r.to(metric.device) for r in refs]
-                    metric.set_references(moved)
-            for name, metric in needs.items():
-                if getattr(metric, "memory", "") is None:
-                    raise ValueError(
-                        f"SceneMetricsCallback: metric {name!r} needs reference images and has none. Pass "
-                        "references=<(N, 3, H, W) tensor or callable> to the callback, or implement "
-                        f"{type(pl_module).__name__}.reference_views() returning the training images."
-                    )
+            try:
+                self._runner.set_references(
+                    refs,
+                    self.max_reference_views,
+                    missing_hint="Pass references=<(N, 3, H, W) tensor or callable> to the callback, or implement "
+                    f"{type(pl_module).__name__}.reference_views() returning the training images.",
+                )
+            except ValueError as err:
+                raise ValueError(f"SceneMetricsCallback: {err}") from None
         self._references_ready = True
-
-    def _subset(self, refs: Any) -> Tensor | list[Tensor]:
-        if isinstance(refs, Tensor):
-            refs = check_images(refs, "references")
-            return refs[evenly_spaced(refs.shape[0], self.max_reference_views)]
-        if isinstance(refs, Sequence) and all(isinstance(r, Tensor) for r in refs):
-            return [refs[i] for i in evenly_spaced(len(refs), self.max_reference_views)]
-        raise TypeError(
-            f"references must be a tensor (N, 3, H, W) or a list of tensors; received {type(refs).__name__}"
-        )

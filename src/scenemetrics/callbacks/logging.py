@@ -8,7 +8,10 @@ Each writer gets the layout it expects:
 * Lightning ``WandbLogger``: ``log_image(key=tag, images=[hwc_uint8_numpy], step=step)`` (W&B rows carry
   ``trainer/global_step``);
 * other Lightning loggers (CSV, MLflow, ...): scalars only, images skipped;
-* nerfstudio: ``writer.put_scalar(tag, value, step)`` and ``writer.put_image(tag, hwc_float01, step)``.
+* nerfstudio: ``writer.put_scalar(tag, value, step)`` and ``writer.put_image(tag, hwc_float01, step)``;
+* plain loops (:class:`~scenemetrics.callbacks.SceneMetricsMonitor`): a ``torch.utils.tensorboard.SummaryWriter``
+  (``add_scalar`` / ``add_image``, as for Lightning's TensorBoard logger, whose ``experiment`` is one), a ``wandb``
+  run (``run.log({tag: value or wandb.Image}, step=step)``), or any callable ``fn(result, step)``.
 
 Example:
     >>> import torch
@@ -25,7 +28,16 @@ from torch import Tensor
 
 from scenemetrics.callbacks.evaluation import EvaluationResult
 
-__all__ = ["log_to_lightning", "log_to_nerfstudio", "to_hwc_float", "to_hwc_uint8"]
+__all__ = [
+    "log_result",
+    "log_to_lightning",
+    "log_to_nerfstudio",
+    "log_to_summary_writer",
+    "log_to_wandb_run",
+    "logger_kind",
+    "to_hwc_float",
+    "to_hwc_uint8",
+]
 
 
 def to_hwc_uint8(image: Tensor) -> np.ndarray:
@@ -53,8 +65,7 @@ def log_to_lightning(loggers: list[Any], result: EvaluationResult, step: int) ->
         if not result.images:
             continue
         if isinstance(logger, tensorboard_cls):
-            for tag, image in result.images.items():
-                logger.experiment.add_image(tag, image, global_step=step, dataformats="CHW")
+            _add_images(logger.experiment, result, step)
         elif isinstance(logger, wandb_cls):
             for tag, image in result.images.items():
                 logger.log_image(key=tag, images=[to_hwc_uint8(image)], step=step)
@@ -69,3 +80,58 @@ def log_to_nerfstudio(result: EvaluationResult, step: int) -> None:
         writer.put_scalar(tag, value, step)
     for tag, image in result.images.items():
         writer.put_image(tag, to_hwc_float(image), step)
+
+
+def _add_images(writer: Any, result: EvaluationResult, step: int) -> None:
+    for tag, image in result.images.items():
+        writer.add_image(tag, image, global_step=step, dataformats="CHW")
+
+
+def log_to_summary_writer(writer: Any, result: EvaluationResult, step: int) -> None:
+    """Write scalars and images to a ``torch.utils.tensorboard.SummaryWriter`` (or anything with its methods)."""
+    for tag, value in result.scalars.items():
+        writer.add_scalar(tag, value, global_step=step)
+    _add_images(writer, result, step)
+
+
+def log_to_wandb_run(run: Any, result: EvaluationResult, step: int) -> None:
+    """Write scalars and images to a ``wandb`` run as one ``run.log`` row at ``step``."""
+    import wandb
+
+    row: dict[str, Any] = dict(result.scalars)
+    row.update({tag: wandb.Image(to_hwc_uint8(image)) for tag, image in result.images.items()})
+    run.log(row, step=step)
+
+
+def _is_wandb_run(logger: Any) -> bool:
+    module = type(logger).__module__
+    return module.startswith("wandb") and callable(getattr(logger, "log", None))
+
+
+def logger_kind(logger: Any) -> str:
+    """``"summary_writer"``, ``"wandb"`` or ``"callable"``.
+
+    Raises:
+        TypeError: ``logger`` is none of a SummaryWriter (``add_scalar`` + ``add_image``), a wandb run, a callable.
+    """
+    if callable(getattr(logger, "add_scalar", None)) and callable(getattr(logger, "add_image", None)):
+        return "summary_writer"
+    if _is_wandb_run(logger):
+        return "wandb"
+    if callable(logger):
+        return "callable"
+    raise TypeError(
+        "logger must be a torch.utils.tensorboard.SummaryWriter, a wandb run or a callable fn(result, step); "
+        f"received {type(logger).__name__}"
+    )
+
+
+def log_result(logger: Any, result: EvaluationResult, step: int) -> None:
+    """Write ``result`` to a SummaryWriter, a wandb run or a callable ``fn(result, step)`` (:func:`logger_kind`)."""
+    kind = logger_kind(logger)
+    if kind == "summary_writer":
+        log_to_summary_writer(logger, result, step)
+    elif kind == "wandb":
+        log_to_wandb_run(logger, result, step)
+    else:
+        logger(result, step)

@@ -64,7 +64,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--root", required=True, metavar="DIR", help="folder with one folder per method")
+    p.add_argument("--root", metavar="DIR", help="folder with one folder per method")
+    p.add_argument(
+        "--predictions",
+        nargs="+",
+        default=[],
+        metavar="PATH",
+        help="NerfBaselines predictions folders or .tar.gz/.zip archives (named by their info.json)",
+    )
+    p.add_argument(
+        "--nerfstudio-config",
+        nargs="+",
+        default=[],
+        metavar="CONFIG",
+        help="trained nerfstudio runs (outputs/<exp>/<method>/<time>/config.yml): render --split (test) and score",
+    )
+    p.add_argument(
+        "--train-views",
+        metavar="DIR",
+        help="training views for scenes without them: DIR/<scene>/images/, DIR/<scene>/ or DIR (PuzzleSim references)",
+    )
     _cli.add_out_arg(p)
     p.add_argument(
         "--metrics",
@@ -75,11 +94,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--layout",
         default="auto",
-        choices=("auto", "scenemetrics", "nerfbaselines", "nerfstudio"),
+        choices=("auto", "scenemetrics", "nerfbaselines", "nerfstudio", "gaussian-splatting"),
         help="scene folder layout (default: detected per folder)",
     )
     p.add_argument("--data", metavar="DIR", help="dataset <data>/<scene>/{gt,train}/ for what a scene folder lacks")
-    p.add_argument("--split", help="ns-render split folder (default: test, else val)")
+    p.add_argument("--split", help="ns-render split folder (default: test, else val); --nerfstudio-config's split")
     p.add_argument("--methods", type=_csv_list, metavar="LIST", help="only these methods (comma-separated)")
     p.add_argument("--scenes", type=_csv_list, metavar="LIST", help="only these scenes (comma-separated)")
 
@@ -191,12 +210,17 @@ def run(args: argparse.Namespace) -> int:
 
     if args.thumbnails < 0:
         raise _cli.CLIError(f"--thumbnails must be >= 0; received {args.thumbnails}")
+    if args.root is None and not args.predictions and not args.nerfstudio_config:
+        raise _cli.CLIError("nothing to evaluate: give --root DIR, --predictions PATH ... or --nerfstudio-config ...")
     if not args.dry_run:
         _cli.random_weights_banner(args)
     elif args.random_weights and args.weights is not None:
         raise _cli.CLIError("--weights and --random-weights exclude each other; pass one of them")
     config = EvalConfig(
         root=args.root,
+        predictions=tuple(args.predictions),
+        nerfstudio_configs=tuple(args.nerfstudio_config),
+        train_views=args.train_views,
         out=args.out,
         metrics=_csv_list(args.metrics),
         layout=args.layout,

@@ -11,6 +11,13 @@ per folder, in this order):
 * ``nerfstudio``: ``ns-render dataset`` output, i.e. ``<split>/rgb/`` (renders) and ``<split>/gt-rgb/`` (ground
   truth), split ``test`` (else ``val``) unless one is named; ``train/gt-rgb/`` (from ``--split train+test``) serves as
   the training views.
+* ``gaussian-splatting``: the original 3DGS ``render.py`` output, i.e. ``test/ours_<iteration>/renders/`` and
+  ``.../gt/`` (the highest iteration is used), file names as written.
+
+NerfBaselines ``mask/`` folders (same relative paths, ``.png``) are attached to their views: full-reference metrics
+then compare ``render * mask`` with ``gt * mask``, as NerfBaselines' own evaluation does. ``train_views`` (the
+``--train-views`` flag) gives scenes without training views their references: ``<dir>/<scene>/images/``,
+``<dir>/<scene>/`` or ``<dir>`` itself, the first that holds images.
 
 Render and ground-truth files pair by their path relative to their folder **without the extension** (``r_0.png``
 pairs with ``r_0.jpg``; nested folders are allowed). A folder missing in the scene (``gt/``, ``train/``,
@@ -54,13 +61,14 @@ __all__ = [
     "read_cameras",
 ]
 
-LAYOUTS = ("auto", "scenemetrics", "nerfbaselines", "nerfstudio")
+LAYOUTS = ("auto", "scenemetrics", "nerfbaselines", "nerfstudio", "gaussian-splatting")
 """Accepted values of ``layout=`` / ``--layout``."""
 
 CAMERAS_FORMAT = "scenemetrics.eval.cameras/1"
 """The ``format`` value of a ``cameras.json`` file (optional in the file)."""
 
 _PREDICTIONS_RE = re.compile(r"^predictions-(\d+)$")
+_OURS_RE = re.compile(r"^ours_(\d+)$")
 _NERFSTUDIO_SPLITS = ("test", "val")
 
 
@@ -72,11 +80,13 @@ class View:
         name: path relative to the renders folder without extension, ``/``-separated (the key used everywhere).
         render: the rendered image file.
         gt: the ground-truth image file (``None`` when the unit has no ground truth).
+        mask: a mask image (white = scored) applied to render and ground truth for full-reference metrics.
     """
 
     name: str
     render: Path
     gt: Path | None = None
+    mask: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,7 @@ class Unit:
     def input_files(self) -> list[Path]:
         """Every file the unit's scores depend on."""
         files = [v.render for v in self.views] + [v.gt for v in self.views if v.gt is not None] + list(self.train)
+        files += [v.mask for v in self.views if v.mask is not None]
         if self.cameras is not None:
             files.append(self.cameras)
         return files
@@ -129,6 +140,7 @@ class Unit:
             ("render", [v.render for v in self.views]),
             ("gt", [v.gt for v in self.views if v.gt is not None]),
             ("train", list(self.train)),
+            ("mask", [v.mask for v in self.views if v.mask is not None]),
             ("cameras", [self.cameras] if self.cameras is not None else []),
         ):
             for f in files:
@@ -195,6 +207,26 @@ def _nerfbaselines_folder(scene_dir: Path) -> Path | None:
     return max(steps)[1] if steps else None
 
 
+def _gaussian_splatting_folder(scene_dir: Path) -> Path | None:
+    """``test/ours_<iteration>/`` with ``renders/`` (the highest iteration), as 3DGS's ``render.py`` writes it."""
+    test = scene_dir / "test"
+    steps = []
+    for d in test.iterdir() if test.is_dir() else ():
+        m = _OURS_RE.match(d.name)
+        if m and (d / "renders").is_dir():
+            steps.append((int(m.group(1)), d))
+    return max(steps)[1] if steps else None
+
+
+def _train_views_dir(train_views: Path | None, scene: str) -> Path | None:
+    if train_views is None:
+        return None
+    for candidate in (train_views / scene / "images", train_views / scene, train_views):
+        if candidate.is_dir() and any(p.suffix.lower() in IMAGE_EXTENSIONS for p in candidate.iterdir()):
+            return candidate
+    return None
+
+
 def _split_names(split: str | None) -> str:
     return split if split else "|".join(_NERFSTUDIO_SPLITS)
 
@@ -216,6 +248,8 @@ def detect_layout(scene_dir: str | os.PathLike, split: str | None = None) -> str
         return "nerfbaselines"
     if _nerfstudio_split(d, split) is not None:
         return "nerfstudio"
+    if _gaussian_splatting_folder(d) is not None:
+        return "gaussian-splatting"
     return None
 
 
@@ -226,7 +260,16 @@ def _fallback(primary: Path, data: Path | None, scene: str, name: str, *, is_dir
     return None
 
 
-def _read_unit(method: str, scene: str, scene_dir: Path, layout: str, data: Path | None, split: str | None) -> Unit:
+def _read_unit(
+    method: str,
+    scene: str,
+    scene_dir: Path,
+    layout: str,
+    data: Path | None,
+    split: str | None,
+    train_views: Path | None = None,
+) -> Unit:
+    mask_dir = None
     if layout == "scenemetrics":
         folder = scene_dir
         render_dir = scene_dir / "renders"
@@ -240,6 +283,7 @@ def _read_unit(method: str, scene: str, scene_dir: Path, layout: str, data: Path
         render_dir = found / "color"
         gt_dir = _fallback(found / "gt-color", data, scene, "gt", is_dir=True)
         train_dir = _fallback(scene_dir / "train", data, scene, "train", is_dir=True)
+        mask_dir = found / "mask" if (found / "mask").is_dir() else None
     elif layout == "nerfstudio":
         s = _nerfstudio_split(scene_dir, split)
         if s is None:
@@ -248,6 +292,14 @@ def _read_unit(method: str, scene: str, scene_dir: Path, layout: str, data: Path
         render_dir = scene_dir / s / "rgb"
         gt_dir = _fallback(scene_dir / s / "gt-rgb", data, scene, "gt", is_dir=True)
         train_dir = _fallback(scene_dir / "train" / "gt-rgb", data, scene, "train", is_dir=True)
+    elif layout == "gaussian-splatting":
+        found = _gaussian_splatting_folder(scene_dir)
+        if found is None:
+            raise ValueError(f"{scene_dir} has no 3DGS render.py output (test/ours_<iteration>/renders/)")
+        folder = found
+        render_dir = found / "renders"
+        gt_dir = _fallback(found / "gt", data, scene, "gt", is_dir=True)
+        train_dir = _fallback(scene_dir / "train", data, scene, "train", is_dir=True)
     else:
         raise ValueError(f"`layout` must be one of {', '.join(LAYOUTS)}; received {layout!r}")
     problems: list[tuple[str, str]] = []
@@ -262,6 +314,17 @@ def _read_unit(method: str, scene: str, scene_dir: Path, layout: str, data: Path
         except ValueError as err:
             gt, problems = {}, [*problems, ("gt", str(err))]
     views, pair_problems = _pair(renders, gt)
+    if mask_dir is not None:
+        try:
+            masks = list_image_files(mask_dir)
+        except ValueError as err:
+            masks, problems = {}, [*problems, ("gt", str(err))]
+        missing = [v.name for v in views if v.name not in masks]
+        if missing:
+            problems.append(("gt", f"{len(missing)} view(s) have no mask in {mask_dir}: {_names(missing)}"))
+        views = tuple(View(v.name, v.render, v.gt, masks.get(v.name)) for v in views)
+    if train_dir is None:
+        train_dir = _train_views_dir(train_views, scene)
     train: tuple[Path, ...] = ()
     if train_dir is not None:
         try:
@@ -302,6 +365,7 @@ def discover_units(
     methods: Sequence[str] | None = None,
     scenes: Sequence[str] | None = None,
     exclude: Sequence[str | os.PathLike] = (),
+    train_views: str | os.PathLike | None = None,
 ) -> list[Unit]:
     """Every (method, scene) unit under ``root``, sorted by method then scene.
 
@@ -312,6 +376,8 @@ def discover_units(
             scene folder lacks (NerfBaselines and ns-render outputs usually hold no training views).
         split: ns-render split folder (default ``test``, else ``val``).
         methods: only these methods (names must exist).
+        train_views: training views for scenes that have none: ``<dir>/<scene>/images/``, ``<dir>/<scene>/`` or
+            ``<dir>`` (e.g. the source dataset of 3DGS models).
         scenes: only these scenes (names must exist in at least one method).
         exclude: folders that are never a method or a scene, nor scanned (``scenemetrics eval`` passes its output
             folder, which may lie inside ``root``).
@@ -333,6 +399,9 @@ def discover_units(
     data_p = Path(data) if data is not None else None
     if data_p is not None and not data_p.is_dir():
         raise FileNotFoundError(f"`data` {os.fspath(data)!r} is not a folder")
+    train_p = Path(train_views) if train_views is not None else None
+    if train_p is not None and not train_p.is_dir():
+        raise FileNotFoundError(f"`train_views` {os.fspath(train_views)!r} is not a folder")
     excluded = {Path(p).resolve() for p in exclude}
 
     def skip(d: Path) -> bool:
@@ -355,13 +424,13 @@ def discover_units(
             kind = detect_layout(scene_dir, split) if layout == "auto" else layout
             if kind is None:
                 warnings.warn(
-                    f"skipped {scene_dir}: no renders/ (scenemetrics), color/ (NerfBaselines) or "
-                    f"{_split_names(split)}/rgb/ (ns-render) folder",
+                    f"skipped {scene_dir}: no renders/ (scenemetrics), color/ (NerfBaselines), "
+                    f"{_split_names(split)}/rgb/ (ns-render) or test/ours_<iteration>/renders/ (3DGS) folder",
                     UserWarning,
                     stacklevel=2,
                 )
                 continue
-            units.append(_read_unit(method, scene_dir.name, scene_dir, kind, data_p, split))
+            units.append(_read_unit(method, scene_dir.name, scene_dir, kind, data_p, split, train_p))
     if scenes is not None:
         _select(sorted(all_scenes), scenes, "scene(s)", root_p)
     if not units:

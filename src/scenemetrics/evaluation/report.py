@@ -241,7 +241,8 @@ def finalize(config: EvalConfig, plan: Any, metrics: Any, summary: EvalSummary) 
     doc = {
         "format": RESULTS_FORMAT,
         "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "root": os.fspath(Path(config.root).resolve()),
+        "root": os.fspath(Path(config.root).resolve()) if config.root is not None else None,
+        "predictions": [os.fspath(Path(p).resolve()) for p in config.predictions],
         "random_weights": bool(config.random_weights),
         "metrics": metric_info,
         "unavailable": dict(plan.unavailable),

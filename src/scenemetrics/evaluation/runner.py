@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import hashlib
 import json
@@ -84,13 +85,16 @@ class EvalConfig:
     """Everything ``scenemetrics eval`` needs (the CLI flags, one to one).
 
     Attributes:
-        root: ``<root>/<method>/<scene>/`` tree.
+        root: ``<root>/<method>/<scene>/`` tree (``None`` when only ``predictions`` are scored).
         out: output folder (commit log, states, tables, report).
         metrics: metric names (``("all",)`` for every available one).
         layout: ``auto``, ``scenemetrics``, ``nerfbaselines`` or ``nerfstudio``.
         data: dataset folder ``<data>/<scene>/{gt,train}`` for what scene folders lack.
         split: ns-render split.
-        methods, scenes: restrict to these names.
+        methods, scenes: restrict to these names (of the ``root`` tree).
+        predictions: NerfBaselines predictions folders or archives, scored next to the ``root`` tree.
+        nerfstudio_configs: trained nerfstudio runs (``config.yml``), rendered on the ``split`` (default test).
+        train_views: training views for scenes without them (``<dir>/<scene>/images/``, ``<dir>/<scene>/``, ``<dir>``).
         options: per-metric options, ``{"lpips": {"net": "vgg"}, ...}``.
         plugins: modules or ``.py`` files that register more metrics.
         random_weights: deterministic random networks everywhere (smoke tests; uncalibrated scores).
@@ -105,7 +109,7 @@ class EvalConfig:
         quiet: no progress bars.
     """
 
-    root: str | os.PathLike
+    root: str | os.PathLike | None
     out: str | os.PathLike
     metrics: Sequence[str] = ("psnr", "ssim", "lpips", "puzzlesim")
     layout: str = "auto"
@@ -127,6 +131,9 @@ class EvalConfig:
     num_nodes: int = 1
     strategy: str = "auto"
     quiet: bool = False
+    predictions: Sequence[str | os.PathLike] = ()
+    train_views: str | os.PathLike | None = None
+    nerfstudio_configs: Sequence[str | os.PathLike] = ()
 
 
 @dataclass
@@ -412,17 +419,45 @@ def _unit_inputs(unit: Unit) -> str:
         return "unreadable"
 
 
+def _units(config: EvalConfig, out: Path) -> list[Unit]:
+    """The ``root`` tree's units, then the NerfBaselines predictions' (one key may come from one source only)."""
+    from scenemetrics.evaluation.predictions import read_predictions
+
+    if config.root is None and not config.predictions and not config.nerfstudio_configs:
+        raise ValueError("nothing to evaluate: give a results tree, NerfBaselines predictions or a nerfstudio run")
+    units = []
+    if config.root is not None:
+        units = discover_units(
+            config.root,
+            layout=config.layout,
+            data=config.data,
+            split=config.split,
+            methods=config.methods,
+            scenes=config.scenes,
+            exclude=[out],
+            train_views=config.train_views,
+        )
+    extra = []
+    if config.predictions:
+        extra = read_predictions(config.predictions, out / "inputs", data=config.data, train_views=config.train_views)
+    if config.nerfstudio_configs:
+        from scenemetrics.evaluation.nerfstudio_source import render_nerfstudio
+
+        split = config.split or "test"
+        extra += [
+            render_nerfstudio(c, out / "inputs", split=split, quiet=config.quiet) for c in config.nerfstudio_configs
+        ]
+    if extra:
+        clash = sorted({u.key for u in units} & {u.key for u in extra})
+        if clash:
+            raise ValueError(f"{', '.join(clash)} come both from the results tree and from predictions")
+        units = sorted([*units, *extra], key=lambda u: (u.method, u.scene))
+    return units
+
+
 def _plan(config: EvalConfig, entries: list[MetricEntry], unavailable: dict[str, str]) -> _Plan:
     out = Path(config.out)
-    units = discover_units(
-        config.root,
-        layout=config.layout,
-        data=config.data,
-        split=config.split,
-        methods=config.methods,
-        scenes=config.scenes,
-        exclude=[out],
-    )
+    units = _units(config, out)
     fingerprints = {
         e.name: metric_fingerprint(e, config.options.get(e.name, {}), config.random_weights) for e in entries
     }
@@ -494,6 +529,19 @@ class _Metrics:
 
 
 # ---- evaluating one unit --------------------------------------------------------------------------------------------
+
+
+def _load_mask(path: Path, shape: Any) -> Any:
+    """A mask image as ``(1, H, W)`` float in [0, 1] (any mode, converted to grey), the size of the render."""
+    import numpy as np
+    import torch
+    from PIL import Image
+
+    with Image.open(path) as im:
+        arr = np.asarray(im.convert("L"), dtype=np.uint8).copy()
+    if arr.shape != tuple(shape[-2:]):
+        raise ValueError(f"mask {path} is {arr.shape[1]}x{arr.shape[0]}; the render is {shape[-1]}x{shape[-2]}")
+    return torch.from_numpy(arr)[None].float().div_(255.0)
 
 
 def _load_image(path: Path, background: str | None, notes: list[str]) -> Any:
@@ -756,6 +804,15 @@ def _evaluate_unit(
                     fail(n, ValueError(f"view {view.name!r}: {_error_text(err)}"))
                 break
             item = ViewItem(view.name, unit.key, render[None], None if target is None else target[None], source, pose)
+            masked = item
+            if view.mask is not None and target is not None:
+                try:
+                    mask = _load_mask(view.mask, render.shape).to(metrics.device)
+                except Exception as err:
+                    for n in list(active):
+                        fail(n, ValueError(f"view {view.name!r}: {_error_text(err)}"))
+                    break
+                masked = dataclasses.replace(item, render=(render * mask)[None], target=(target * mask)[None])
             for name in list(active):
                 entry = get_metric(name)
                 metric = active[name]
@@ -766,7 +823,8 @@ def _evaluate_unit(
                             f"view {view.name!r}: render {tuple(render.shape)} and ground truth {tuple(target.shape)} "
                             "differ in size (nothing is resized)"
                         )
-                    args = (entry.arguments or default_arguments)(metric, item, config.options.get(name, {}))
+                    view_item = masked if "gt" in entry.inputs else item  # masks restrict full-reference scores
+                    args = (entry.arguments or default_arguments)(metric, view_item, config.options.get(name, {}))
                     with capture(name):
                         if entry.per_view:
                             value = metric(*args)

@@ -39,6 +39,7 @@ _NAMES = {
         "read_point_cloud",
         "transfer_labels",
     ),
+    "datasets": ("BENCHMARK_SCENES", "DATASETS", "load_gt_scene"),
     "text": ("encode_prompts",),
     "geometry": ("downsample_predictions",),
     "topn": ("TopNResult", "topn_frequency"),

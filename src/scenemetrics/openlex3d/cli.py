@@ -1,8 +1,20 @@
-"""``scenemetrics openlex3d eval segmentation|retrieval``: evaluate prediction folders against OpenLex3D GT.
+"""``scenemetrics openlex3d eval [segmentation|retrieval]``: evaluate prediction folders against OpenLex3D GT.
 
-Layout: ``<gt-root>/<scene>/gt_categories.json`` and ``gt_cloud.npz`` (arrays ``points``, ``object_ids``), optional
-``gt_categories_query_to_object_mapping_<level>.json``; ``<pred-root>/<scene>/`` with ``embeddings.npy``,
-``index.npy`` and a point cloud (toolkit layout). Results are fractions (x100 for the paper's tables).
+Ground truth comes in one of two forms:
+
+- the benchmark's own files: ``--dataset {replica,scannetpp,hm3d} --dataset-root DIR`` (the dataset as
+  distributed, read by :func:`scenemetrics.openlex3d.load_gt_scene`) and ``--labels DIR`` (the OpenLex3D label
+  release: ``<labels>/<dataset>/<scene>/gt_categories.json``, ``gt_visible_cloud.pcd``, the query mappings, and
+  ``<labels>/<dataset>/prompt_list.txt``). Segmentation is scored on the visible cloud when the release has it (ids
+  transferred from the dataset's cloud by nearest neighbour within 5 cm), retrieval on the dataset's full cloud,
+  as the authors' toolkit does;
+- or prepared folders: ``--gt-root DIR`` with ``<gt-root>/<scene>/gt_categories.json`` and ``gt_cloud.npz`` (arrays
+  ``points``, ``object_ids``), optional ``gt_categories_query_to_object_mapping_<level>.json``.
+
+Predictions: ``<pred>/<scene>/`` with ``embeddings.npy``, ``index.npy`` and a point cloud (toolkit layout); for a
+single scene ``--pred`` may also be that scene's folder. ``eval`` without a task, given ``--dataset``, runs both
+tasks and prints the paper-style table (one row per scene and the mean). Results are fractions (x100 for the
+paper's tables).
 
 Example:
     >>> from scenemetrics.cli import main
@@ -20,6 +32,8 @@ from typing import Any
 
 from scenemetrics.cli import CLIError, add_device_arg, add_distributed_args, add_quiet_arg
 
+DATASETS = ("replica", "scannetpp", "hm3d")  # scenemetrics.openlex3d.datasets.DATASETS, without importing numpy
+
 __all__ = ["register", "run"]
 
 
@@ -27,28 +41,24 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("openlex3d", help="OpenLex3D open-vocabulary segmentation and retrieval metrics")
     sub = parser.add_subparsers(dest="openlex3d_command", metavar="COMMAND")
     parser.set_defaults(func=run, _parser=parser)
-    ev = sub.add_parser("eval", help="evaluate prediction folders against OpenLex3D ground truth")
-    ev.set_defaults(func=run, _parser=ev)
+    ev = sub.add_parser(
+        "eval",
+        help="evaluate prediction folders against OpenLex3D ground truth",
+        description="Without a TASK and with --dataset: Top-N frequencies, set ranking and retrieval AP of the "
+        "benchmark's scenes, printed as the paper's table.",
+    )
+    ev.set_defaults(func=run, _parser=ev, task=None)
+    _common(ev)
+    _segmentation_args(ev, features_required=False)
+    ev.add_argument("--query-features", metavar="FILE", help="retrieval: .npz with arrays `texts` and `features`")
+    ev.add_argument("--level", choices=("all", "l0", "l1"), default="all", help="retrieval query levels (all)")
+    ev.add_argument("--top-k", type=int, default=10, help="retrieval: predicted instances per query (default 10)")
+    ev.add_argument("--alignment-threshold", type=float, default=0.001, help="retrieval mask distance, m^2 (0.001)")
     tasks = ev.add_subparsers(dest="task", metavar="TASK")
 
     seg = tasks.add_parser("segmentation", help="Top-N category frequency and set ranking")
     _common(seg)
-    seg.add_argument("--prompts", required=True, metavar="FILE", help="prompt_list.txt of the dataset")
-    src = seg.add_mutually_exclusive_group(required=True)
-    src.add_argument(
-        "--text-features",
-        metavar="FILE",
-        help=".npy (M, D) aligned with the prompt list, or .npz with arrays `texts` and `features`",
-    )
-    src.add_argument("--clip", action="store_true", help="encode the prompts with OpenCLIP ViT-H-14 ([clip] extra)")
-    seg.add_argument("--top-n", type=int, nargs="+", default=[5], metavar="N", help="Top-N values (default: 5)")
-    seg.add_argument("--set-ranking", action="store_true", help="also compute set ranking")
-    seg.add_argument("--compat", choices=("corrected", "toolkit"), default="corrected", help="set-ranking mode")
-    vox = seg.add_mutually_exclusive_group()
-    vox.add_argument("--voxel-size", type=float, default=0.05, help="downsampling voxel in metres (default 0.05)")
-    vox.add_argument("--no-downsample", action="store_true", help="do not downsample the prediction")
-    seg.add_argument("--missing-threshold", type=float, default=0.05, help="missing distance in metres (0.05)")
-    seg.add_argument("--viz", metavar="DIR", default=None, help="write <scene>_top<N>.ply/.png category colourings")
+    _segmentation_args(seg, features_required=True)
     seg.set_defaults(func=run, _parser=seg)
 
     ret = tasks.add_parser("retrieval", help="object retrieval AP / AP50 / AP25")
@@ -64,10 +74,40 @@ def register(subparsers: Any) -> None:
     ret.set_defaults(func=run, _parser=ret)
 
 
+def _segmentation_args(seg: argparse.ArgumentParser, *, features_required: bool) -> None:
+    seg.add_argument(
+        "--prompts", metavar="FILE", default=None, help="prompt_list.txt (default with --labels: the release's)"
+    )
+    src = seg.add_mutually_exclusive_group(required=features_required)
+    src.add_argument(
+        "--text-features",
+        metavar="FILE",
+        help=".npy (M, D) aligned with the prompt list, or .npz with arrays `texts` and `features`",
+    )
+    src.add_argument("--clip", action="store_true", help="encode the prompts with OpenCLIP ViT-H-14 ([clip] extra)")
+    seg.add_argument("--top-n", type=int, nargs="+", default=[5], metavar="N", help="Top-N values (default: 5)")
+    seg.add_argument("--set-ranking", action="store_true", help="also compute set ranking")
+    seg.add_argument("--compat", choices=("corrected", "toolkit"), default="corrected", help="set-ranking mode")
+    vox = seg.add_mutually_exclusive_group()
+    vox.add_argument("--voxel-size", type=float, default=0.05, help="downsampling voxel in metres (default 0.05)")
+    vox.add_argument("--no-downsample", action="store_true", help="do not downsample the prediction")
+    seg.add_argument("--missing-threshold", type=float, default=0.05, help="missing distance in metres (0.05)")
+    seg.add_argument("--viz", metavar="DIR", default=None, help="write <scene>_top<N>.ply/.png category colourings")
+
+
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--gt-root", required=True, metavar="DIR", help="folder with one sub-folder of GT per scene")
-    p.add_argument("--pred-root", required=True, metavar="DIR", help="folder with one prediction folder per scene")
-    p.add_argument("--scenes", nargs="+", default=None, metavar="S", help="scenes (default: every folder of pred)")
+    p.add_argument("--gt-root", metavar="DIR", default=None, help="prepared GT: one sub-folder per scene")
+    p.add_argument("--dataset", choices=DATASETS, default=None, help="benchmark dataset whose own files hold the GT")
+    p.add_argument("--dataset-root", metavar="DIR", default=None, help="the dataset as distributed (with --dataset)")
+    p.add_argument("--labels", metavar="DIR", default=None, help="the OpenLex3D label release (with --dataset)")
+    p.add_argument(
+        "--pred-root", "--pred", dest="pred_root", default=None, metavar="DIR",
+        help="folder with one prediction folder per scene (or, for one scene, that scene's folder)",
+    )  # fmt: skip
+    p.add_argument(
+        "--scenes", "--scene", dest="scenes", nargs="+", default=None, metavar="S",
+        help="scenes, or 'all' for the benchmark's list with --dataset (default: every folder of --pred)",
+    )  # fmt: skip
     p.add_argument("--clip-weights", default=None, metavar="PATH", help="OpenCLIP checkpoint file or folder")
     p.add_argument(
         "--out", default=None, metavar="PATH", help="JSON file, or a folder for openlex3d_<task>.json (default: stdout)"
@@ -79,8 +119,11 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "task", None) is None:
-        args._parser.print_help(sys.stderr)
-        return 2
+        if getattr(args, "dataset", None) is None:
+            args._parser.print_help(sys.stderr)
+            return 2
+        args.task = "benchmark"
+    _check_gt_args(args)
     devices = _num_devices(args.devices)
     config = {k: v for k, v in vars(args).items() if k not in ("func", "_parser")}
     if devices * args.num_nodes > 1:
@@ -121,16 +164,81 @@ def _launch_distributed(config: dict[str, Any], devices: int) -> int:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def _check_gt_args(args: argparse.Namespace) -> None:
+    """Exactly one ground-truth source: ``--gt-root``, or ``--dataset`` with ``--dataset-root`` and ``--labels``."""
+    if args.pred_root is None:
+        raise CLIError("--pred DIR is required (the prediction folders, one per scene)")
+    benchmark = [getattr(args, k) for k in ("dataset", "dataset_root", "labels")]
+    if args.gt_root is not None and any(v is not None for v in benchmark):
+        raise CLIError("give either --gt-root or --dataset/--dataset-root/--labels, not both")
+    if args.gt_root is None and not all(v is not None for v in benchmark):
+        raise CLIError("ground truth needed: --gt-root DIR, or --dataset NAME --dataset-root DIR --labels DIR")
+    for flag, value in (("--gt-root", args.gt_root), ("--dataset-root", args.dataset_root), ("--labels", args.labels)):
+        if value is not None and not Path(value).is_dir():
+            raise CLIError(f"{flag} {value} is not a folder")
+    if args.task in ("segmentation", "benchmark") and args.prompts is None and args.labels is None:
+        raise CLIError("--prompts FILE is required with --gt-root")
+    if args.task == "benchmark" and args.text_features is None and not args.clip:
+        raise CLIError("the benchmark table needs prompt embeddings: --text-features FILE or --clip")
+
+
 def _scenes(config: dict[str, Any]) -> list[str]:
     pred_root = Path(config["pred_root"])
     if not pred_root.is_dir():
-        raise CLIError(f"--pred-root {pred_root} is not a folder")
-    if not Path(config["gt_root"]).is_dir():
-        raise CLIError(f"--gt-root {config['gt_root']} is not a folder")
-    scenes = config["scenes"] or sorted(p.name for p in pred_root.iterdir() if p.is_dir())
+        raise CLIError(f"--pred {pred_root} is not a folder")
+    scenes = config["scenes"]
+    if scenes == ["all"]:
+        if config["dataset"] is None:
+            raise CLIError("--scenes all needs --dataset (it names the benchmark's scene list)")
+        from .datasets import BENCHMARK_SCENES
+
+        return list(BENCHMARK_SCENES[config["dataset"]])
+    scenes = scenes or sorted(p.name for p in pred_root.iterdir() if p.is_dir())
     if not scenes:
-        raise CLIError(f"no scene folder in --pred-root {pred_root}")
+        raise CLIError(f"no scene folder in --pred {pred_root}")
     return list(scenes)
+
+
+def _pred_dir(config: dict[str, Any], scene: str, n_scenes: int) -> Path:
+    pred_root = Path(config["pred_root"])
+    if (pred_root / scene).is_dir():
+        return pred_root / scene
+    if n_scenes == 1 and (pred_root / "embeddings.npy").is_file():  # --pred names the one scene's folder
+        return pred_root
+    raise CLIError(f"missing prediction folder {pred_root / scene}")
+
+
+def _labels_dir(config: dict[str, Any], scene: str) -> Path:
+    """Where the scene's ``gt_categories.json`` and query mappings are."""
+    if config["dataset"] is not None:
+        return Path(config["labels"]) / config["dataset"] / scene
+    return Path(config["gt_root"]) / scene
+
+
+def _prompts_path(config: dict[str, Any]) -> Path:
+    if config["prompts"] is not None:
+        return _require(Path(config["prompts"]))
+    return _require(Path(config["labels"]) / config["dataset"] / "prompt_list.txt")
+
+
+def _scene_gt(config: dict[str, Any], scene: str, *, visible: bool) -> tuple[Any, Any]:
+    """The scene's GT cloud and ids; ``visible``: the release's visible cloud where it has one (segmentation)."""
+    from .io import load_gt_cloud
+
+    if config["dataset"] is None:
+        return load_gt_cloud(_require(Path(config["gt_root"]) / scene / "gt_cloud.npz"))
+    from .datasets import load_gt_scene
+    from .io import read_point_cloud, transfer_labels
+
+    try:
+        points, ids = load_gt_scene(config["dataset"], config["dataset_root"], scene)
+    except FileNotFoundError as err:
+        raise CLIError(str(err)) from None
+    visible_cloud = _labels_dir(config, scene) / "gt_visible_cloud.pcd"
+    if visible and visible_cloud.is_file():
+        visible_points = read_point_cloud(visible_cloud)
+        return visible_points, transfer_labels(visible_points, points, ids)
+    return points, ids
 
 
 def _require(path: Path) -> Path:
@@ -217,17 +325,76 @@ def _gather(per_scene: dict[str, Any]) -> dict[str, Any]:
 def _evaluate(fabric: Any, config: dict[str, Any]) -> int:
     """Evaluate every scene (``fabric`` is ``None``) or this rank's share (called by ``Fabric.launch``)."""
     if config["task"] == "segmentation":
-        return _evaluate_segmentation(config, fabric)
-    return _evaluate_retrieval(config, fabric)
+        payload = _evaluate_segmentation(config, fabric)
+    elif config["task"] == "retrieval":
+        payload = _evaluate_retrieval(config, fabric)
+    else:
+        payload = _evaluate_benchmark(config, fabric)
+    if payload is not None:  # rank 0
+        if config["task"] != "benchmark":
+            _write(config, payload)
+        else:  # the table on stdout; the JSON only into --out
+            if config["out"] is not None:
+                _write(config, payload)
+            print(benchmark_table(payload))
+    return 0
 
 
-def _evaluate_segmentation(config: dict[str, Any], fabric: Any) -> int:
+def _evaluate_benchmark(config: dict[str, Any], fabric: Any) -> dict[str, Any] | None:
+    """Segmentation (Top-N + set ranking) and, given query features or --clip, retrieval: one payload."""
+    segmentation = _evaluate_segmentation({**config, "set_ranking": True}, fabric)
+    retrieval = None
+    if config["query_features"] is not None or config["clip"]:
+        retrieval = _evaluate_retrieval(config, fabric)
+    if segmentation is None:
+        return None
+    payload: dict[str, Any] = {"dataset": config["dataset"], "segmentation": segmentation, "retrieval": retrieval}
+    if retrieval is None:
+        payload["retrieval_skipped"] = "no --query-features (or --clip) given"
+    return payload
+
+
+def benchmark_table(payload: dict[str, Any]) -> str:
+    """The paper-style table of a benchmark payload: one row per scene and the mean, values x100.
+
+    Columns: the Top-N category frequencies (synonyms, depictions, vis_sim, clutter, missing, incorrect) for each
+    N, the set-ranking scores, and retrieval AP / AP50 / AP25 when retrieval ran.
+    """
+    seg, ret = payload["segmentation"], payload.get("retrieval")
+    scenes = list(seg["per_scene"])
+    groups: list[tuple[str, list[str]]] = []
+    for key, values in seg["mean"].items():
+        groups.append((key, list(values)))
+    columns = [(group, name) for group, names in groups for name in names]
+    header = ["scene", *(f"{g}:{n}" for g, n in columns)] + (["AP", "AP50", "AP25"] if ret else [])
+
+    def cells(seg_row: dict[str, Any], ret_row: dict[str, Any] | None) -> list[str]:
+        out = [_percent(seg_row.get(g, {}).get(n)) for g, n in columns]
+        if ret:
+            out += [_percent((ret_row or {}).get(k)) for k in ("ap", "ap50", "ap25")]
+        return out
+
+    rows = [[scene, *cells(seg["per_scene"][scene], ret["per_scene"].get(scene) if ret else None)] for scene in scenes]
+    rows.append(["mean", *cells(seg["mean"], ret["scene_mean"] if ret else None)])
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(str(c).rjust(w) for c, w in zip(r, widths, strict=True)) for r in [header, *rows]]
+    return "\n".join(lines)
+
+
+def _percent(value: Any) -> str:
+    if value is None:
+        return "-"
+    value = float(value)
+    return "nan" if value != value else f"{100 * value:.1f}"
+
+
+def _evaluate_segmentation(config: dict[str, Any], fabric: Any) -> dict[str, Any] | None:
     import torch
 
     from scenemetrics.cli import progress, resolve_device
 
     from .categories import load_categories
-    from .io import load_gt_cloud, load_prediction_folder, load_prompt_list
+    from .io import load_prediction_folder, load_prompt_list
     from .metric import OpenLex3DSetRanking, OpenLex3DTopN
     from .segmentation import evaluate_segmentation
     from .viz import save_category_ply, save_category_png
@@ -236,7 +403,7 @@ def _evaluate_segmentation(config: dict[str, Any], fabric: Any) -> int:
     device = resolve_device(config["device"]) if fabric is None else fabric.device
     rank0 = fabric is None or fabric.global_rank == 0
     mine = scenes if fabric is None else scenes[fabric.global_rank :: fabric.world_size]
-    prompts = load_prompt_list(_require(Path(config["prompts"])))
+    prompts = load_prompt_list(_prompts_path(config))
     text = torch.as_tensor(_prompt_features(config, prompts, device))
     voxel = None if config["no_downsample"] else config["voxel_size"]
     top_ns = list(dict.fromkeys(config["top_n"]))
@@ -249,12 +416,9 @@ def _evaluate_segmentation(config: dict[str, Any], fabric: Any) -> int:
     ranking = OpenLex3DSetRanking(text, prompts, voxel_size=voxel, compat=config["compat"]).to(device)
     per_scene: dict[str, Any] = {}
     for scene in progress(mine, quiet=config["quiet"] or not rank0, desc="openlex3d segmentation"):
-        gt_dir, pred_dir = Path(config["gt_root"]) / scene, Path(config["pred_root"]) / scene
-        categories = load_categories(_require(gt_dir / "gt_categories.json"))
-        gt_points, gt_ids = load_gt_cloud(_require(gt_dir / "gt_cloud.npz"))
-        if not pred_dir.is_dir():
-            raise CLIError(f"missing prediction folder {pred_dir}")
-        points, features, index = load_prediction_folder(pred_dir)
+        categories = load_categories(_require(_labels_dir(config, scene) / "gt_categories.json"))
+        gt_points, gt_ids = _scene_gt(config, scene, visible=True)
+        points, features, index = load_prediction_folder(_pred_dir(config, scene, len(scenes)))
         result = evaluate_segmentation(
             points,
             torch.as_tensor(features).to(device),
@@ -298,8 +462,8 @@ def _evaluate_segmentation(config: dict[str, Any], fabric: Any) -> int:
     if rank0:
         settings = {k: config[k] for k in ("top_n", "set_ranking", "compat", "missing_threshold", "prompts")}
         settings["voxel_size"] = voxel
-        _write(config, {"config": settings, "per_scene": {s: per_scene[s] for s in scenes}, "mean": mean})
-    return 0
+        return {"config": settings, "per_scene": {s: per_scene[s] for s in scenes}, "mean": mean}
+    return None
 
 
 def _queries(config: dict[str, Any], gt_dir: Path, categories: Any) -> list[Any]:
@@ -310,13 +474,13 @@ def _queries(config: dict[str, Any], gt_dir: Path, categories: Any) -> list[Any]
     return load_query_mapping(mapping) if mapping.is_file() else generate_queries(categories, config["level"])
 
 
-def _evaluate_retrieval(config: dict[str, Any], fabric: Any) -> int:
+def _evaluate_retrieval(config: dict[str, Any], fabric: Any) -> dict[str, Any] | None:
     import torch
 
     from scenemetrics.cli import progress, resolve_device
 
     from .categories import load_categories
-    from .io import load_gt_cloud, load_prediction_folder
+    from .io import load_prediction_folder
     from .metric import OpenLex3DRetrieval
     from .retrieval import retrieval_ap
 
@@ -326,7 +490,7 @@ def _evaluate_retrieval(config: dict[str, Any], fabric: Any) -> int:
     mine = scenes if fabric is None else scenes[fabric.global_rank :: fabric.world_size]
     scene_queries = {}
     for scene in mine:
-        gt_dir = Path(config["gt_root"]) / scene
+        gt_dir = _labels_dir(config, scene)
         scene_queries[scene] = _queries(config, gt_dir, load_categories(_require(gt_dir / "gt_categories.json")))
     texts = list(dict.fromkeys(q.text for qs in scene_queries.values() for q in qs))
     if config["clip"]:
@@ -340,11 +504,8 @@ def _evaluate_retrieval(config: dict[str, Any], fabric: Any) -> int:
     metric = OpenLex3DRetrieval(top_k=config["top_k"], alignment_threshold=config["alignment_threshold"]).to(device)
     per_scene: dict[str, Any] = {}
     for scene in progress(mine, quiet=config["quiet"] or not rank0, desc="openlex3d retrieval"):
-        gt_dir, pred_dir = Path(config["gt_root"]) / scene, Path(config["pred_root"]) / scene
-        gt_points, gt_ids = load_gt_cloud(_require(gt_dir / "gt_cloud.npz"))
-        if not pred_dir.is_dir():
-            raise CLIError(f"missing prediction folder {pred_dir}")
-        points, features, index = load_prediction_folder(pred_dir)
+        gt_points, gt_ids = _scene_gt(config, scene, visible=False)
+        points, features, index = load_prediction_folder(_pred_dir(config, scene, len(scenes)))
         queries = scene_queries[scene]
         feats = torch.as_tensor(features).to(device)
         if queries:
@@ -374,5 +535,5 @@ def _evaluate_retrieval(config: dict[str, Any], fabric: Any) -> int:
             "pooled": {k: _json_value(values[k]) for k in ("ap", "ap50", "ap25")},
             "scene_mean": {k: _json_value(values[f"{k}_scene_mean"]) for k in ("ap", "ap50", "ap25")},
         }
-        _write(config, payload)
-    return 0
+        return payload
+    return None

@@ -1,6 +1,7 @@
 """OpenLex3D file formats: prompt lists, query mappings, PCD/PLY point clouds, prediction folders, GT clouds.
 
-Point clouds are read without Open3D: PCD v0.7 (``ascii``, ``binary``) and PLY (``ascii``,
+Point clouds are read without Open3D: PCD v0.7 (``ascii``, ``binary``, ``binary_compressed`` with the
+``[openlex3d]`` extra's LZF codec) and PLY (``ascii``,
 ``binary_little_endian``, ``binary_big_endian``); only the ``x y z`` coordinates are returned.
 
 Example:
@@ -139,10 +140,7 @@ def _read_pcd(f: BinaryIO, path: Path) -> np.ndarray:
         raise ValueError(f"{path}: unsupported PCD field type/size {err.args[0]}") from None
     fields = dict(zip(names, dtypes, strict=True))
     if mode == "binary_compressed":
-        raise ValueError(
-            f"{path}: binary_compressed PCD is not supported; re-save as binary (e.g. Open3D "
-            "write_point_cloud(..., compressed=False)) or ascii"
-        )
+        return _xyz(_pcd_compressed_columns(f, names, dtypes, counts, n, path), fields, path)  # type: ignore[arg-type]
     if mode == "ascii":
         tokens = f.read().decode("ascii", errors="replace").split()
         width = sum(counts)
@@ -162,6 +160,37 @@ def _read_pcd(f: BinaryIO, path: Path) -> np.ndarray:
     if len(data) < n * record.itemsize:
         raise ValueError(f"{path}: truncated binary PCD ({len(data)} of {n * record.itemsize} bytes)")
     return _xyz(np.frombuffer(data, dtype=record, count=n), fields, path)  # type: ignore[arg-type]
+
+
+def _pcd_compressed_columns(
+    f: BinaryIO, names: list[str], dtypes: list[np.dtype], counts: list[int], n: int, path: Path
+) -> dict[str, np.ndarray]:
+    """The fields of a ``DATA binary_compressed`` body: two uint32 sizes, then LZF data stored field by field."""
+    try:
+        import lzf
+    except ImportError as err:
+        raise ImportError(
+            f'{path}: reading binary_compressed PCD needs the LZF codec: pip install "scenemetrics[openlex3d]" ({err})'
+        ) from err
+    sizes = f.read(8)
+    if len(sizes) < 8:
+        raise ValueError(f"{path}: truncated binary_compressed PCD (no size header after DATA)")
+    compressed_size, size = (int(v) for v in np.frombuffer(sizes, dtype="<u4"))
+    expected = n * sum(dt.itemsize * c for dt, c in zip(dtypes, counts, strict=True))
+    if size != expected:
+        raise ValueError(f"{path}: binary_compressed PCD declares {size} bytes of data; {n} points need {expected}")
+    payload = f.read(compressed_size)
+    if len(payload) < compressed_size:
+        raise ValueError(f"{path}: truncated binary_compressed PCD ({len(payload)} of {compressed_size} bytes)")
+    raw = lzf.decompress(payload, size) if size else b""
+    if raw is None or len(raw) != size:
+        raise ValueError(f"{path}: corrupt binary_compressed PCD (LZF data does not expand to {size} bytes)")
+    columns, start = {}, 0
+    for name, dt, c in zip(names, dtypes, counts, strict=True):
+        values = np.frombuffer(raw, dtype=dt, count=n * c, offset=start).reshape(n, c)
+        columns[name] = values[:, 0]
+        start += n * c * dt.itemsize
+    return columns
 
 
 def _read_ply(f: BinaryIO, path: Path) -> np.ndarray:
@@ -223,8 +252,9 @@ def read_point_cloud(path: str | os.PathLike) -> np.ndarray:
     """Read the ``x y z`` coordinates of a PCD or PLY file as ``(P, 3)`` (float32 or float64 as stored).
 
     Raises:
-        ValueError: unknown extension, ``binary_compressed`` PCD, list properties on the PLY vertex element,
-            malformed or truncated file; the message names the file.
+        ValueError: unknown extension, list properties on the PLY vertex element, malformed or truncated file; the
+            message names the file.
+        ImportError: a ``binary_compressed`` PCD without the LZF codec (``pip install "scenemetrics[openlex3d]"``).
     """
     p = Path(path)
     suffix = p.suffix.lower()

@@ -68,12 +68,19 @@ _EXPORTS = {
         "win_rates",
     ),
     "scenemetrics.wireframe.synthetic": ("synthetic_house", "synthetic_houses"),
+    "scenemetrics.wireframe.formats": (
+        "building3d_normalize",
+        "match_by_order_id",
+        "read_obj_wireframe",
+        "read_s23dr",
+        "read_xyz_points",
+    ),
     "scenemetrics.wireframe.metric": ("DEFAULT_METRICS", "WireframeMetrics"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
 
-_SUBMODULES = ("types", "metrics", "hss2025", "properties", "ranking", "synthetic", "metric", "cli")
+_SUBMODULES = ("types", "metrics", "hss2025", "properties", "ranking", "synthetic", "metric", "formats", "cli")
 
 
 _all, __getattr__, __dir__ = lazy_exports(__name__, _WHERE, _SUBMODULES)

@@ -1,0 +1,241 @@
+"""``SceneMetricsMonitor``: the training callbacks' evaluation for any training loop (no Lightning, no nerfstudio).
+
+For loops such as gsplat's ``examples/simple_trainer.py`` or the original 3DGS ``train.py``: two lines, one to
+build the monitor and one per step::
+
+    monitor = SceneMetricsMonitor({"puzzlesim": sm.PuzzleSim()}, references=train_images,
+                                  every_n_steps=500, logger=SummaryWriter("runs/scene"))
+    ...
+    monitor.maybe_log(step, render_fn)      # renders only when it will log
+
+It shares the Lightning callback's machinery (the same :class:`~scenemetrics.callbacks.evaluation.MetricRunner`
+update dispatch, schedule, reference handling, map pictures and tags): ``every_n_steps`` means the same, the same
+``scenemetrics/...`` scalars and ``.../map/<i>`` images are written. Under ``torch.distributed`` every process
+renders its share of the views (``views=`` given) or whatever ``render_fn()`` yields, every process computes (metric
+states are synced by torchmetrics) and only rank 0 logs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from time import perf_counter
+from typing import Any
+
+import torch
+from torch import Tensor
+from torchmetrics import Metric
+
+from scenemetrics.callbacks.evaluation import (
+    EvaluationResult,
+    MetricRunner,
+    UpdateFn,
+    check_schedule,
+    is_due,
+    shard_indices,
+)
+from scenemetrics.callbacks.logging import log_result, logger_kind
+from scenemetrics.callbacks.views import RenderedView, as_rendered_view, is_one_shot, prepare_view
+
+__all__ = ["SceneMetricsMonitor"]
+
+DEFAULT_EVERY_N_STEPS = 500
+
+
+def _dist() -> tuple[int, int]:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+class SceneMetricsMonitor:
+    """Score rendered views every ``every_n_steps`` steps of a plain training loop and log scalars and maps.
+
+    Args:
+        metrics: name -> ``torchmetrics.Metric`` (e.g. ``{"puzzlesim": sm.PuzzleSim(), "psnr": PSNR(1.0)}``).
+        references: training views for cross-reference metrics (PuzzleSim): ``(N, 3, H, W)`` in [0, 1], a list of
+            ``(3, H, W)`` tensors, or a zero-argument callable returning either (called once, at the first log).
+        every_n_steps: log when ``step > 0`` and ``step % every_n_steps == 0`` (default 500).
+        logger: a ``torch.utils.tensorboard.SummaryWriter``, a ``wandb`` run, a callable ``fn(result, step)``, or
+            ``None`` (results are only returned).
+        max_reference_views: use at most this many references, evenly spaced.
+        update_fns: name -> ``fn(metric, render, target, extras)`` replacing the default update of that metric.
+        log_maps: log metric maps (``last_maps``) and OSIM overlays.
+        log_renders: log the renders too.
+        max_logged_images: views with index ``< max_logged_images`` get images.
+        map_colormap: colormap of the maps.
+        prefix: prefix of every tag.
+        clamp_renders: clamp renders to [0, 1] before the metrics (targets are validated, never clamped).
+
+    Raises:
+        ValueError: invalid arguments (named in the message).
+
+    Example:
+        >>> import torch, torchmetrics
+        >>> from scenemetrics.callbacks import SceneMetricsMonitor
+        >>> logged = []
+        >>> monitor = SceneMetricsMonitor({"mse": torchmetrics.MeanSquaredError()}, every_n_steps=2,
+        ...                               logger=lambda result, step: logged.append((step, result.scalars)))
+        >>> render = lambda: [(torch.ones(1, 3, 8, 8), torch.zeros(1, 3, 8, 8))]
+        >>> [monitor.maybe_log(step, render) is not None for step in range(4)]
+        [False, False, True, False]
+        >>> logged[0][0], logged[0][1]["scenemetrics/mse"]
+        (2, 1.0)
+    """
+
+    def __init__(
+        self,
+        metrics: Mapping[str, Metric],
+        *,
+        references: Tensor | Sequence[Tensor] | Callable[[], Any] | None = None,
+        every_n_steps: int = DEFAULT_EVERY_N_STEPS,
+        logger: Any = None,
+        max_reference_views: int | None = None,
+        update_fns: Mapping[str, UpdateFn] | None = None,
+        log_maps: bool = True,
+        log_renders: bool = False,
+        max_logged_images: int = 4,
+        map_colormap: str = "jet_r",
+        prefix: str = "scenemetrics/",
+        clamp_renders: bool = True,
+    ) -> None:
+        self._runner = MetricRunner(
+            metrics,
+            update_fns=update_fns,
+            log_maps=log_maps,
+            log_renders=log_renders,
+            max_logged_images=max_logged_images,
+            map_colormap=map_colormap,
+            prefix=prefix,
+        )
+        self.metrics = self._runner.metrics
+        every = check_schedule(every_n_steps, "every_n_steps")
+        if every is None:
+            raise ValueError("`every_n_steps` must be an int >= 1; received None")
+        self.every_n_steps = every
+        if references is not None and not (
+            isinstance(references, Tensor)
+            or callable(references)
+            or (isinstance(references, Sequence) and not isinstance(references, (str, bytes)))
+        ):
+            raise ValueError(
+                "`references` must be a tensor (N, 3, H, W), a list of (3, H, W) tensors or a callable; received "
+                f"{type(references).__name__}"
+            )
+        self.references = references
+        if max_reference_views is not None and (
+            isinstance(max_reference_views, bool) or not isinstance(max_reference_views, int) or max_reference_views < 1
+        ):
+            raise ValueError(f"`max_reference_views` must be an int >= 1 or None; received {max_reference_views!r}")
+        self.max_reference_views = max_reference_views
+        if logger is not None:
+            logger_kind(logger)  # a TypeError now, naming the type, rather than at the first log
+        self.logger = logger
+        self.prefix = prefix
+        self.clamp_renders = bool(clamp_renders)
+        self.last_eval_step = -1
+        self.num_evaluations = 0
+        self._references_ready = False
+
+    def to(self, device: torch.device | str) -> SceneMetricsMonitor:
+        """Move every metric to ``device`` (renders are moved to each metric's device anyway)."""
+        for metric in self.metrics.values():
+            metric.to(device)
+        return self
+
+    # -- checkpoint state (resume keeps the schedule) --------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """``{"last_eval_step", "num_evaluations"}``: save it with your checkpoint to resume the schedule."""
+        return {"last_eval_step": self.last_eval_step, "num_evaluations": self.num_evaluations}
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned."""
+        self.last_eval_step = int(state_dict["last_eval_step"])
+        self.num_evaluations = int(state_dict["num_evaluations"])
+
+    # -- the loop's entry points -----------------------------------------------------------------------------------
+    def should_log(self, step: int) -> bool:
+        """Whether :meth:`maybe_log` at ``step`` evaluates (the Lightning callback's step schedule)."""
+        return is_due(int(step), self.every_n_steps, self.last_eval_step)
+
+    def maybe_log(
+        self, step: int, render_fn: Callable[..., Any], views: Sequence[Any] | None = None
+    ) -> EvaluationResult | None:
+        """Evaluate and log at ``step`` if it is due; ``render_fn`` is not called otherwise.
+
+        Args:
+            step: the training step.
+            render_fn: with ``views``: ``render_fn(view) -> RenderedView | (render, target) | (render, target,
+                extras)`` for each view of this process; without: ``render_fn() -> iterable`` of such items.
+            views: the evaluation views (indices, cameras, ...); under ``torch.distributed`` each process renders
+                ``views[i]`` for ``i % world_size == rank``.
+
+        Returns:
+            The :class:`~scenemetrics.callbacks.evaluation.EvaluationResult` when it evaluated, else ``None``.
+        """
+        if not self.should_log(step):
+            return None
+        return self.evaluate(step, render_fn, views)
+
+    def evaluate(
+        self, step: int, render_fn: Callable[..., Any], views: Sequence[Any] | None = None
+    ) -> EvaluationResult:
+        """Evaluate now (under ``torch.no_grad()``) and log at ``step`` on rank 0."""
+        if views is not None and is_one_shot(views):
+            raise TypeError(f"`views` is a one-shot iterator ({type(views).__name__}); pass a list or a tuple")
+        rank, world = _dist()
+        with torch.no_grad():
+            self._ensure_references()
+            start = perf_counter()
+            self._runner.begin(collect_images=rank == 0)
+            for index, view in self._rendered_views(render_fn, views, rank, world):
+                self._runner.update(index, view)
+            counts = self._runner.local_counts()
+            if world > 1:
+                counts = counts.to(self._collective_device())
+                torch.distributed.all_reduce(counts)
+                counts = counts.cpu()
+            result = self._runner.finish(counts)
+        result.scalars[f"{self.prefix}eval_seconds"] = perf_counter() - start
+        self.last_eval_step = int(step)
+        self.num_evaluations += 1
+        if rank == 0 and self.logger is not None:
+            log_result(self.logger, result, int(step))
+        return result
+
+    # -- internals -------------------------------------------------------------------------------------------------
+    def _collective_device(self) -> torch.device:
+        backend = torch.distributed.get_backend()
+        if backend == "nccl":
+            return torch.device("cuda", torch.cuda.current_device())
+        return torch.device("cpu")
+
+    def _rendered_views(
+        self, render_fn: Callable[..., Any], views: Sequence[Any] | None, rank: int, world: int
+    ) -> Iterable[tuple[int, RenderedView]]:
+        if views is None:
+            producer = "render_fn()"
+            for index, item in enumerate(render_fn()):
+                yield index, prepare_view(as_rendered_view(item, producer), producer, index, clamp=self.clamp_renders)
+            return
+        views = list(views)
+        producer = "render_fn(view)"
+        for index in shard_indices(len(views), rank, world):
+            item = as_rendered_view(render_fn(views[index]), producer)
+            yield index, prepare_view(item, producer, index, clamp=self.clamp_renders)
+
+    def _ensure_references(self) -> None:
+        if self._references_ready:
+            return
+        if self._runner.needs_references():
+            refs = self.references
+            if callable(refs) and not isinstance(refs, Tensor):
+                refs = refs()
+            try:
+                self._runner.set_references(
+                    refs,
+                    self.max_reference_views,
+                    missing_hint="Pass references=<(N, 3, H, W) training views or a callable> to SceneMetricsMonitor.",
+                )
+            except ValueError as err:
+                raise ValueError(f"SceneMetricsMonitor: {err}") from None
+        self._references_ready = True

@@ -1,0 +1,104 @@
+"""A trained nerfstudio model as an ``eval`` unit: ``scenemetrics eval --nerfstudio-config .../config.yml``.
+
+The model is loaded with nerfstudio's own ``eval_setup`` (as ``ns-eval`` does), the evaluation split's cameras are
+rendered with ``model.get_outputs_for_camera``, and the renders, the split's ground-truth images and the training
+images are written once into ``<out>/inputs/nerfstudio-<method>-<experiment>-<step>/{renders,gt,train}/`` (named
+after the dataset's image files). From there the unit is scored like any other: PuzzleSim against the training
+images, PSNR/SSIM/LPIPS/OSIM against the held-out images, PRISM where its extra is installed; the same results
+files and report are written, and a rerun reuses the renders of the same checkpoint step.
+
+Paths in ``config.yml`` are relative to the folder ``ns-train`` ran in; when they do not resolve from the current
+folder they are resolved from the folder above the config's ``outputs/`` tree.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from scenemetrics.evaluation.layout import Unit, _read_unit
+
+__all__ = ["SPLITS", "render_nerfstudio"]
+
+SPLITS = ("test", "val")
+
+
+def _training_cwd(config_path: Path, output_dir: Path) -> Path:
+    """The folder ``ns-train`` ran in: ``config.yml`` lives at ``<output_dir>/<exp>/<method>/<timestamp>/``."""
+    base = config_path.resolve().parent
+    if output_dir.is_absolute():
+        return base.parents[2]
+    return base.parents[2 + len(output_dir.parts)]
+
+
+def _fix_paths(config: Any, config_path: Path) -> Any:
+    output_dir = Path(config.output_dir)
+    cwd = _training_cwd(config_path, output_dir)
+    config.output_dir = config_path.resolve().parents[3]
+    datamanager = config.pipeline.datamanager
+    for holder in (datamanager, getattr(datamanager, "dataparser", None)):
+        data = getattr(holder, "data", None)
+        if data is not None and not Path(data).is_absolute() and not Path(data).exists():
+            holder.data = cwd / data
+    return config
+
+
+def render_nerfstudio(
+    config_path: str | os.PathLike, cache: str | os.PathLike, *, split: str = "test", quiet: bool = False
+) -> Unit:
+    """Render a trained nerfstudio model's ``split`` cameras and return them as a unit.
+
+    Args:
+        config_path: the run's ``config.yml`` (``outputs/<experiment>/<method>/<timestamp>/config.yml``).
+        cache: where renders are written (``<out>/inputs`` for ``scenemetrics eval``).
+        split: ``"test"`` or ``"val"`` (nerfstudio's ``test_mode``).
+        quiet: no progress bar.
+
+    Raises:
+        ImportError: nerfstudio is not installed (``pip install "scenemetrics[nerfstudio]"``).
+        FileNotFoundError: no ``config.yml`` at ``config_path``.
+        ValueError: an unknown ``split``.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"`split` for a nerfstudio model must be one of {', '.join(SPLITS)}; received {split!r}")
+    path = Path(config_path)
+    if not path.is_file():
+        raise FileNotFoundError(f"--nerfstudio-config {path}: no such file (expected outputs/.../config.yml)")
+    try:
+        import nerfstudio.configs.base_config  # noqa: F401  (nerfstudio's import cycle: configs before utils)
+        from nerfstudio.utils.eval_utils import eval_setup
+    except ImportError as err:
+        raise ImportError(
+            f'--nerfstudio-config needs nerfstudio: pip install "scenemetrics[nerfstudio]" ({err})'
+        ) from err
+    import torch
+    from tqdm.auto import tqdm
+
+    from scenemetrics import viz
+
+    config, pipeline, _, step = eval_setup(
+        path, test_mode=split, update_config_callback=lambda c: _fix_paths(c, path)
+    )
+    method, scene = str(config.method_name), str(config.experiment_name)
+    folder = Path(cache) / f"nerfstudio-{method}-{scene}-{split}-{step}"
+    if not (folder / ".complete").is_file():
+        datamanager = pipeline.datamanager
+        eval_data, train_data = datamanager.eval_dataset, datamanager.train_dataset
+        pipeline.eval()
+        cameras = eval_data.cameras
+        names = [Path(f).stem for f in eval_data.image_filenames]
+        bar = tqdm(range(len(cameras)), desc=f"rendering {method}/{scene}", disable=quiet, file=sys.stderr)
+        with torch.no_grad():
+            for i in bar:
+                camera = cameras[i : i + 1].to(pipeline.device)
+                rgb = pipeline.model.get_outputs_for_camera(camera)["rgb"]
+                viz.save_png(rgb.clamp(0, 1).permute(2, 0, 1).cpu(), folder / "renders" / f"{names[i]}.png")
+                gt = eval_data.get_image_float32(i)[..., :3]
+                viz.save_png(gt.permute(2, 0, 1).cpu(), folder / "gt" / f"{names[i]}.png")
+        for i, f in enumerate(train_data.image_filenames):
+            image = train_data.get_image_float32(i)[..., :3]
+            viz.save_png(image.permute(2, 0, 1).cpu(), folder / "train" / f"{Path(f).stem}.png")
+        (folder / ".complete").write_text(f"{path.resolve()}\nstep {step}\n")
+    return _read_unit(method, scene, folder, "scenemetrics", None, None)

@@ -1,0 +1,177 @@
+"""Other pipelines' outputs as written: NerfBaselines predictions (folders, .tar.gz, .zip, masks, info.json) and the
+original 3DGS ``render.py`` layout with ``--train-views``."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import tarfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from scenemetrics import viz
+from scenemetrics.cli import main
+from scenemetrics.evaluation.layout import discover_units
+from scenemetrics.evaluation.predictions import read_predictions, safe_extract
+from scenemetrics.synthetic import make_scene
+
+from .conftest import read_csv, read_json, read_png
+
+SIZE = (40, 56)
+
+
+def gt_name(i: int) -> str:
+    return f"{i:05d}.jpg" if i else f"{i:05d}.png"  # ground truth may have another extension than the render
+
+
+def write_predictions(folder: Path, *, seed: int, method: str, scene: str, mask: bool) -> None:
+    """A NerfBaselines predictions folder: color/, gt-color/ (nested relative paths), mask/, info.json."""
+    sc = make_scene(num_train=2, num_novel=2, size=SIZE, seed=seed)
+    for i, (art, gt) in enumerate(zip(sc.novel_views, sc.novel_targets, strict=True)):
+        viz.save_png(art, folder / "color" / "cam" / f"{i:05d}.png")
+        viz.save_png(gt, folder / "gt-color" / "cam" / gt_name(i))
+        if mask:
+            m = torch.zeros(1, *SIZE)
+            m[:, : SIZE[0] // 2] = 1.0  # only the top half is scored
+            viz.save_png(m.expand(3, -1, -1), folder / "mask" / "cam" / f"{i:05d}.png")
+    info = {"method": method, "dataset_metadata": {"name": "blender", "scene": scene}, "evaluation_protocol": "nerf"}
+    (folder / "info.json").write_text(json.dumps(info))
+
+
+def _masked_psnr(render: np.ndarray, gt: np.ndarray, mask: np.ndarray | None) -> float:
+    if mask is not None:
+        render, gt = render * mask, gt * mask
+    mse = float(((render - gt) ** 2).mean())
+    return math.inf if mse == 0 else 10 * math.log10(1.0 / mse)
+
+
+def test_predictions_folder_tar_and_zip_in_one_report(tmp_path):
+    src = tmp_path / "src"
+    write_predictions(src / "a", seed=0, method="zipnerf", scene="lego", mask=True)
+    write_predictions(src / "b", seed=1, method="gsplat", scene="lego", mask=False)
+    write_predictions(src / "c", seed=2, method="instant-ngp", scene="ship", mask=False)
+    with tarfile.open(tmp_path / "b.tar.gz", "w:gz") as tar:
+        tar.add(src / "b", arcname=".")
+    with zipfile.ZipFile(tmp_path / "c.zip", "w") as zf:
+        for f in sorted((src / "c").rglob("*")):
+            if f.is_file():
+                zf.write(f, f"predictions/{f.relative_to(src / 'c').as_posix()}")  # wrapped in one folder
+    out = tmp_path / "out"
+    argv = ["eval", "--predictions", str(src / "a"), str(tmp_path / "b.tar.gz"), str(tmp_path / "c.zip"),
+            "--out", str(out), "--metrics", "psnr", "--quiet", "--device", "cpu"]  # fmt: skip
+    assert main(argv) == 0
+    rows = read_csv(out / "results.csv")
+    assert [(r["method"], r["scene"]) for r in rows] == [
+        ("gsplat", "blender-lego"), ("instant-ngp", "blender-ship"), ("zipnerf", "blender-lego")]  # fmt: skip
+    folders = {"zipnerf": src / "a", "gsplat": src / "b", "instant-ngp": src / "c"}
+    for row in rows:
+        d = folders[row["method"]]
+        values = []
+        for i in range(2):
+            gt_file = d / "gt-color" / "cam" / gt_name(i)
+            mask = read_png(d / "mask" / "cam" / f"{i:05d}.png")[..., :1] if (d / "mask").is_dir() else None
+            values.append(_masked_psnr(read_png(d / "color" / "cam" / f"{i:05d}.png"), read_png(gt_file), mask))
+        assert float(row["psnr"]) == pytest.approx(np.mean(values), rel=1e-4), row
+    # the mask matters: unmasked PSNR of the same folder differs
+    a = src / "a"
+    unmasked = np.mean([_masked_psnr(read_png(a / "color" / "cam" / f"{i:05d}.png"),
+                                     read_png(a / "gt-color" / "cam" / gt_name(i)), None) for i in range(2)])
+    zip_row = next(r for r in rows if r["method"] == "zipnerf")
+    assert abs(float(zip_row["psnr"]) - unmasked) > 0.5
+    doc = read_json(out / "results.json")
+    assert len(doc["predictions"]) == 3
+    assert len(list((out / "inputs").iterdir())) == 2  # the two archives, unpacked once
+
+
+def _tar_with(path: Path, member: tarfile.TarInfo, data: bytes = b"x") -> None:
+    import io
+
+    with tarfile.open(path, "w:gz") as tar:
+        good = tarfile.TarInfo("color/0.png")
+        good.size = 1
+        tar.addfile(good, io.BytesIO(b"x"))
+        if member.isfile():
+            member.size = len(data)
+            tar.addfile(member, io.BytesIO(data))
+        else:
+            tar.addfile(member)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "message"),
+    [
+        ("../evil.png", tarfile.REGTYPE, "escapes the archive's root"),
+        ("/etc/evil.png", tarfile.REGTYPE, "has an absolute path"),
+        ("color/link.png", tarfile.SYMTYPE, "is a link"),
+        ("color/hard.png", tarfile.LNKTYPE, "is a link"),
+        ("color/dev", tarfile.CHRTYPE, "is a special file"),
+    ],
+)
+def test_unsafe_tar_members_are_refused_before_writing(tmp_path, name, kind, message):
+    member = tarfile.TarInfo(name)
+    member.type = kind
+    if kind in (tarfile.SYMTYPE, tarfile.LNKTYPE):
+        member.linkname = "/etc/passwd"
+    archive = tmp_path / "p.tar.gz"
+    _tar_with(archive, member)
+    dest = tmp_path / "dest"
+    with pytest.raises(ValueError, match=message):
+        safe_extract(archive, dest)
+    assert not dest.exists() and not (tmp_path / "dest.partial").exists()
+    assert not (tmp_path / "evil.png").exists()
+
+
+def test_unsafe_zip_members_are_refused(tmp_path):
+    archive = tmp_path / "p.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("color/0.png", b"x")
+        zf.writestr("../../evil.png", b"x")
+    with pytest.raises(ValueError, match=r"'\.\./\.\./evil\.png' escapes"):
+        safe_extract(archive, tmp_path / "dest")
+    link = zipfile.ZipInfo("color/link.png")
+    link.external_attr = (0o120777 << 16)
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr(link, "/etc/passwd")
+    with pytest.raises(ValueError, match="is a symbolic link"):
+        safe_extract(archive, tmp_path / "dest")
+
+
+def test_prediction_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such file or folder"):
+        read_predictions([tmp_path / "missing"], tmp_path / "cache")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="not a NerfBaselines predictions folder"):
+        read_predictions([tmp_path / "empty"], tmp_path / "cache")
+    write_predictions(tmp_path / "a", seed=0, method="m", scene="s", mask=False)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    with pytest.raises(ValueError, match="both name 'm/blender-s'"):
+        read_predictions([tmp_path / "a", tmp_path / "b"], tmp_path / "cache")
+
+
+def test_gaussian_splatting_layout_with_train_views(tmp_path):
+    root, dataset = tmp_path / "root", tmp_path / "dataset"
+    sc = make_scene(num_train=3, num_novel=2, size=SIZE, seed=5)
+    for it in (7000, 30000):
+        base = root / "3dgs" / "garden" / "test" / f"ours_{it}"
+        for i, (art, gt) in enumerate(zip(sc.novel_views, sc.novel_targets, strict=True)):
+            viz.save_png(art if it == 30000 else gt, base / "renders" / f"{i:05d}.png")
+            viz.save_png(gt, base / "gt" / f"{i:05d}.png")
+    for i, t in enumerate(sc.train_views):
+        viz.save_png(t, dataset / "garden" / "images" / f"DSC{i:04d}.png")
+    units = discover_units(root, train_views=dataset)
+    (unit,) = units
+    assert unit.layout == "gaussian-splatting" and unit.folder.name == "ours_30000"
+    assert [v.name for v in unit.views] == ["00000", "00001"] and len(unit.train) == 3
+    out = tmp_path / "out"
+    argv = ["eval", "--root", str(root), "--train-views", str(dataset), "--out", str(out), "--metrics",
+            "psnr,puzzlesim", "--random-weights", "--quiet", "--device", "cpu"]  # fmt: skip
+    assert main(argv) == 0
+    (row,) = read_csv(out / "results.csv")
+    assert row["method"] == "3dgs" and row["scene"] == "garden"
+    assert math.isfinite(float(row["psnr"])) and 0.0 <= float(row["puzzlesim"]) <= 1.0
+    assert main(["eval", "--out", str(out), "--metrics", "psnr", "--quiet"]) == 1  # neither --root nor --predictions
