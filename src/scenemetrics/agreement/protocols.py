@@ -262,10 +262,14 @@ def _mos_table(scores, human, proto: Protocol, seed: int, show: bool, config: di
         hib = _hib(name, ms)
         excluded |= set(ms.items) & set(proto.exclude)
         items, x, y, groups = align_mos(ms, human, pool_items=proto.pool_items, exclude=proto.exclude)
-        res = correlations(
-            x, y, fit=proto.fit, higher_is_better=hib, groups=groups, aggregate=proto.aggregate, ci=proto.ci,
-            n_boot=proto.n_boot, seed=seed, show_progress=show,
-        )  # fmt: skip
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = correlations(
+                x, y, fit=proto.fit, higher_is_better=hib, groups=groups, aggregate=proto.aggregate, ci=proto.ci,
+                n_boot=proto.n_boot, seed=seed, show_progress=show,
+            )  # fmt: skip
+        for w in caught:  # the same warnings, naming the metric they concern
+            warnings.warn(f"metric {name!r}: {w.message}", w.category, stacklevel=3)
         d = res.to_dict()
         d["higher_is_better"] = hib
         metrics[name] = d
