@@ -62,6 +62,7 @@ __all__ = [
     "file_hashes",
     "is_offline",
     "load_torch_checkpoint",
+    "numpy_safe_globals",
     "read_sidecar",
     "register",
     "resolve_weights",
@@ -615,6 +616,34 @@ def _re_save_hint(path: str | os.PathLike) -> str:
         f"`scenemetrics weights convert {shlex.quote(os.fspath(p))} {shlex.quote(os.fspath(out))} "
         f"--i-trust-this-file` and pass the new file as weights_path= (CLI: --weights)."
     )
+
+
+def numpy_safe_globals(*, scalars: bool = False) -> list[Any]:
+    """numpy's reconstruction functions for ``torch.serialization.safe_globals`` (``weights_only=True`` loads).
+
+    Files written by ``torch.save`` of numpy arrays (``scalars=True``: also numpy scalars, as in nerfstudio's
+    training checkpoints) name these functions; they rebuild arrays, dtypes and scalars from bytes and call nothing
+    else. Both the numpy 1 (``numpy.core``) and numpy 2 (``numpy._core``) names are listed, whichever numpy wrote the
+    file.
+
+    Example:
+        >>> import io, numpy as np, torch
+        >>> buf = io.BytesIO(); torch.save({"a": np.arange(3)}, buf); _ = buf.seek(0)
+        >>> with torch.serialization.safe_globals(numpy_safe_globals()):
+        ...     torch.load(buf, weights_only=True)["a"].tolist()
+        [0, 1, 2]
+    """
+    import numpy as np
+
+    core = getattr(np, "_core", None)
+    multiarray = core.multiarray if core is not None and hasattr(core, "multiarray") else np.core.multiarray
+    out: list[Any] = []
+    names = ["_reconstruct", *(["scalar"] if scalars else [])]
+    for name in names:
+        fn = getattr(multiarray, name)
+        out += [(fn, f"numpy.core.multiarray.{name}"), (fn, f"numpy._core.multiarray.{name}")]
+    out += [np.ndarray, np.dtype, *{type(np.dtype(c)) for c in "?bBhHiIlLqQefdgFDG"}]
+    return out
 
 
 def load_torch_checkpoint(path: str | os.PathLike) -> Any:

@@ -77,10 +77,14 @@ def render_nerfstudio(
     from tqdm.auto import tqdm
 
     from scenemetrics import viz
+    from scenemetrics.hub import numpy_safe_globals
 
-    config, pipeline, _, step = eval_setup(
-        path, test_mode=split, update_config_callback=lambda c: _fix_paths(c, path)
-    )
+    # nerfstudio's checkpoints hold numpy scalars (e.g. the step): its own torch.load runs with weights_only=True
+    # (torch >= 2.6) and needs them allow-listed; nothing else is accepted.
+    with torch.serialization.safe_globals(numpy_safe_globals(scalars=True)):
+        config, pipeline, _, step = eval_setup(
+            path, test_mode=split, update_config_callback=lambda c: _fix_paths(c, path)
+        )
     method, scene = str(config.method_name), str(config.experiment_name)
     folder = Path(cache) / f"nerfstudio-{method}-{scene}-{split}-{step}"
     if not (folder / ".complete").is_file():

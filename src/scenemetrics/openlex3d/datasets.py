@@ -187,29 +187,16 @@ def _face_lengths_are(ply, path: Path, k: int) -> bool:  # type: ignore[no-untyp
 # ---------------------------------------------------------------------------------------------------- ScanNet++
 
 
-def _numpy_array_globals() -> list:
-    """numpy's array-reconstruction functions, under the names numpy 1 and numpy 2 pickles use."""
-    try:
-        reconstruct = np._core.multiarray._reconstruct  # numpy >= 2
-    except AttributeError:
-        reconstruct = np.core.multiarray._reconstruct
-    return [
-        (reconstruct, "numpy.core.multiarray._reconstruct"),
-        (reconstruct, "numpy._core.multiarray._reconstruct"),
-        np.ndarray,
-        np.dtype,
-        *(type(np.dtype(c)) for c in "?bBhHiIlLqQefdgFDG"),
-    ]
-
-
 def _load_scannetpp(root: Path, scene: str) -> tuple[np.ndarray, np.ndarray]:
     import pickle
 
     import torch
 
+    from scenemetrics.hub import numpy_safe_globals
+
     path = _require(root / "prepared_semantics" / f"{scene}.pth")
     try:
-        with torch.serialization.safe_globals(_numpy_array_globals()):
+        with torch.serialization.safe_globals(numpy_safe_globals()):
             data = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
         raise ValueError(
