@@ -175,3 +175,29 @@ def test_gaussian_splatting_layout_with_train_views(tmp_path):
     assert row["method"] == "3dgs" and row["scene"] == "garden"
     assert math.isfinite(float(row["psnr"])) and 0.0 <= float(row["puzzlesim"]) <= 1.0
     assert main(["eval", "--out", str(out), "--metrics", "psnr", "--quiet"]) == 1  # neither --root nor --predictions
+
+
+def test_nerfstudio_config_paths_resolve_from_the_training_folder(tmp_path, monkeypatch):
+    """config.yml stores paths relative to where ns-train ran; they are resolved from the config's location."""
+    from types import SimpleNamespace
+
+    from scenemetrics.evaluation.nerfstudio_source import _fix_paths
+
+    run = tmp_path / "project" / "outputs" / "exp" / "nerfacto" / "2025-01-01"
+    run.mkdir(parents=True)
+    (tmp_path / "project" / "data" / "lego").mkdir(parents=True)
+    datamanager = SimpleNamespace(data=Path("data/lego"), dataparser=SimpleNamespace(data=Path("data/lego")))
+    config = SimpleNamespace(output_dir=Path("outputs"), pipeline=SimpleNamespace(datamanager=datamanager))
+    monkeypatch.chdir(tmp_path)  # not the training folder: data/lego does not resolve from here
+    _fix_paths(config, run / "config.yml")
+    assert config.output_dir == tmp_path / "project" / "outputs"
+    assert datamanager.data == tmp_path / "project" / "data" / "lego" == datamanager.dataparser.data
+
+
+def test_nerfstudio_config_errors(tmp_path):
+    from scenemetrics.evaluation.nerfstudio_source import render_nerfstudio
+
+    with pytest.raises(ValueError, match="`split` for a nerfstudio model must be one of test, val"):
+        render_nerfstudio(tmp_path / "config.yml", tmp_path, split="train")
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        render_nerfstudio(tmp_path / "config.yml", tmp_path)
