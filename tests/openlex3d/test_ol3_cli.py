@@ -15,7 +15,9 @@ from PIL import Image
 from scenemetrics.cli import main
 from scenemetrics.jsonio import restore
 from scenemetrics.openlex3d import (
+    category_picture,
     generate_queries,
+    load_gt_cloud,
     load_query_mapping,
     pooled_retrieval_ap,
     read_point_cloud,
@@ -123,7 +125,13 @@ def test_segmentation(tree, seg_example):
         assert read_point_cloud(ply).shape == (12, 3)
         codes = np.frombuffer(ply.read_bytes().split(b"end_header\n")[1], dtype=[("a", "V15"), ("c", "i1")])["c"]
         assert codes.tolist() == per_scene["scene_a"][f"top_{n}"].point_categories.tolist()
-        assert np.asarray(Image.open(tree / "viz" / f"scene_a_top{n}.png")).shape == (1024, 1024, 3)
+        # the 1024-px top-down view with a title and a legend of the categories (shares of the 12 points)
+        gt_points, _ = load_gt_cloud(tree / "gt" / "scene_a" / "gt_cloud.npz")
+        picture = category_picture(
+            gt_points, codes, title=f"OpenLex3D scene_a: Top-{n} category of each ground-truth point (top-down view)"
+        )
+        png = np.asarray(Image.open(tree / "viz" / f"scene_a_top{n}.png"))
+        assert png.shape[0] > 1024 and png.shape[1] >= 1024 and np.array_equal(png, picture.image.permute(1, 2, 0))
 
 
 def test_segmentation_text_features_npz_and_stdout(tree, seg_example, capsys):
