@@ -241,8 +241,8 @@ class ChecksumError(ValueError):
         self.path, self.algorithm, self.expected, self.actual = Path(path), algorithm, expected, actual
         super().__init__(
             f"{algorithm} of {os.fspath(path)} is {actual}, expected {expected} ({origin}). The file is damaged or "
-            f"was replaced; delete it and download it again (scenemetrics weights download), or pass your own file "
-            "as weights_path="
+            f"was replaced: download it again (`scenemetrics weights download --force {path.name}`), or pass your own "
+            "file as weights_path="
         )
 
 

@@ -25,6 +25,7 @@ from scenemetrics.evaluation.registry import (
     unregister_metric,
 )
 from scenemetrics.puzzlesim import random_checkpoint
+from tests.utils.weights import publish_hash
 
 from .conftest import PLUGIN
 
@@ -238,6 +239,7 @@ def test_lpips_uses_the_hub_cache_and_fails_clearly_offline(tmp_path, monkeypatc
         registry._build_lpips(_config(tmp_path, net="squeeze"))
     cached = hub.cache_dir("puzzlesim") / "squeezenet1_1-b8a52dc0.pth"
     random_checkpoint("squeezenet1_1", cached, seed=5)
+    publish_hash(monkeypatch, "puzzlesim/squeezenet1_1", cached)  # cached files are verified on every load
     metric = registry._build_lpips(_config(tmp_path, net="squeeze"))
     state = torch.load(cached, weights_only=True)
     assert torch.equal(_backbone_params(metric)["features.0.weight"], state["features.0.weight"])

@@ -14,6 +14,7 @@ import torch
 from scenemetrics import hub
 from scenemetrics.inpainting import DiffusersInpainter, LaMaInpainter, OpenCVInpainter, pad_symmetric, puzzle_inpaint
 from scenemetrics.inpainting.inpainters import check_inpaint_inputs
+from tests.utils.weights import publish_hash
 
 CUSTOM = {"layers": (0,), "layer_weights": (1.0,)}
 # the stand-in LaMa module is scripted here; torch deprecates torch.jit.script (the real export is TorchScript)
@@ -129,7 +130,7 @@ def test_lama_binarises_the_mask_and_clamps(tmp_path, lama_script):
     assert torch.equal(out, (image * 4.0 - 1.0).clamp(0, 1))
 
 
-def test_lama_loads_through_the_hub_file_folder_and_cache(tmp_path, lama_script):
+def test_lama_loads_through_the_hub_file_folder_and_cache(tmp_path, lama_script, monkeypatch):
     image = torch.rand(3, 3, 12, 12)  # batch 3 with max_batch=1: three forward passes of batch 1
     mask = torch.zeros(3, 1, 12, 12)
     mask[..., 4:8, 4:8] = 1
@@ -139,7 +140,7 @@ def test_lama_loads_through_the_hub_file_folder_and_cache(tmp_path, lama_script)
     for weights_path in (file, folder, str(file)):
         assert torch.allclose(LaMaInpainter(weights_path=weights_path)(image, mask), expected)
     cache = hub.cache_dir("inpainting")
-    lama_script(cache, 0)
+    publish_hash(monkeypatch, "inpainting/big-lama", lama_script(cache, 0))  # cached files are verified on each load
     lama = LaMaInpainter()
     assert torch.allclose(lama(image, mask), expected)
     assert lama.max_batch == 1 and isinstance(lama.load(), torch.jit.ScriptModule)

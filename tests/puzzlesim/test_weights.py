@@ -14,6 +14,7 @@ import torch
 
 from scenemetrics import hub
 from scenemetrics.puzzlesim import BACKBONES, PuzzleSim, load_backbone, puzzle_similarity_map, random_checkpoint
+from tests.utils.weights import publish_hash
 
 from .naive import TORCHVISION_FILES, NaivePuzzleSim, he_normal_state_dict, smooth_images
 
@@ -185,13 +186,16 @@ def _mkdir(path: Path) -> Path:
     return path
 
 
-def test_scenemetrics_home_cache_then_torch_hub_cache(checkpoint, seed_maps, torchvision_cache):
+def test_scenemetrics_home_cache_then_torch_hub_cache(checkpoint, seed_maps, torchvision_cache, monkeypatch):
     home_file = hub.scenemetrics_home() / "puzzlesim" / TORCHVISION_FILES["squeezenet1_1"]
     assert Path(os.environ["SCENEMETRICS_HOME"]) == hub.scenemetrics_home()
-    # torch's own checkpoint cache is used when $SCENEMETRICS_HOME has nothing
+    # torch's own checkpoint cache is used when $SCENEMETRICS_HOME has nothing (cached files are verified on every
+    # load, so each phase publishes the hash of the random file it places)
+    publish_hash(monkeypatch, "puzzlesim/squeezenet1_1", checkpoint("squeezenet1_1", seed=1))
     torchvision_cache("squeezenet1_1", checkpoint("squeezenet1_1", seed=1))
     torch.testing.assert_close(maps_with(), seed_maps[1], atol=0, rtol=0)
     # $SCENEMETRICS_HOME/puzzlesim/ comes first
+    publish_hash(monkeypatch, "puzzlesim/squeezenet1_1", checkpoint("squeezenet1_1", seed=0))
     _place(home_file, checkpoint("squeezenet1_1", seed=0))
     torch.testing.assert_close(maps_with(), seed_maps[0], atol=0, rtol=0)
     metric = PuzzleSim(REFS)
@@ -264,6 +268,6 @@ def test_verified_download_is_moved_into_the_cache(monkeypatch, squeeze_ckpt, se
     cached = hub.scenemetrics_home() / "puzzlesim" / real.filename
     assert cached.is_file() and cached.read_bytes() == squeeze_ckpt.read_bytes()
     assert downloads == [(real.url, cached.parent)]
-    assert sorted(p.name for p in cached.parent.iterdir()) == [real.filename]
+    assert sorted(p.name for p in cached.parent.iterdir()) == [real.filename, real.filename + ".verified"]
     maps_with()
     assert len(downloads) == 1  # the second call finds the cache
