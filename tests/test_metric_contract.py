@@ -65,3 +65,79 @@ def test_ddp_two_processes_uneven_shards_equal_one_process(resources: dict[str, 
         single = as_floats(quiet_compute(quiet_update(case.make(resources), case.batches(resources))))
         for rank, got in enumerate(ranks):
             assert_same(got[name], single, case.atol, f"{name}, rank {rank}")
+
+
+# ---------------------------------------------------------------------------------------------- options at construction
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [
+        ({"threshold": -1.0}, "threshold"),
+        ({"threshold": float("nan")}, "threshold"),
+        ({"threshold": float("inf")}, "threshold"),
+        ({"threshold": 0.5, "radius": -1.0}, "radius"),
+        ({"threshold": 0.5, "radius": 0.0}, "radius"),
+        ({"threshold": 0.5, "metric_options": {"edge_f1": {"matching": "nearest"}}}, "matching"),
+        ({"threshold": 0.5, "metric_options": {"edge_f1": {"hausdorff_samples": 1}}}, "hausdorff_samples"),
+    ],
+)
+def test_wireframe_metrics_rejects_bad_options_at_construction(kwargs, named):
+    import scenemetrics as sm
+
+    # radius is checked even though none of the default metrics uses it
+    with pytest.raises(ValueError, match=named):
+        sm.WireframeMetrics(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "named"),
+    [
+        ("iou", {"radius": 0.1, "resolution": 0}, "resolution"),
+        ("chamfer", {"direction": "both"}, "direction"),
+        ("hausdorff", {"spacing": -0.1}, "spacing"),
+        ("spectral_l1", {"padding": "ones"}, "padding"),
+        ("wed", {"cv_ins": float("nan")}, "cv_ins"),
+        ("hss", {"vert_thresh": -1.0}, "vert_thresh"),
+        ("corner_offset", {"threshold": float("inf")}, "threshold"),
+    ],
+)
+def test_make_metric_checks_option_values_when_built(name, options, named):
+    from scenemetrics.wireframe import make_metric
+
+    with pytest.raises(ValueError, match=named):
+        make_metric(name, **options)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [
+        ({"nms_threshold": -1.0}, "nms_threshold"),
+        ({"nms_threshold": 0.0}, "nms_threshold"),
+        ({"nms_threshold": 1.5}, "nms_threshold"),
+        ({"nms_threshold": float("nan")}, "nms_threshold"),
+        ({"conf_threshold": -0.1}, "conf_threshold"),
+        ({"conf_threshold": float("inf")}, "conf_threshold"),
+    ],
+)
+def test_osim_rejects_bad_thresholds_before_loading_weights(kwargs, named, tmp_path):
+    import scenemetrics as sm
+
+    # the weights file does not exist: reaching the loader would raise WeightsNotFoundError, not ValueError
+    with pytest.raises(ValueError, match=named):
+        sm.OSIM(detector="yolox_nano", weights_path=tmp_path / "missing.pth", **kwargs)
+    with pytest.raises(ValueError, match=named):
+        sm.osim.osim(
+            torch.rand(1, 3, 32, 32), torch.rand(1, 3, 32, 32), weights_path=tmp_path / "missing.pth", **kwargs
+        )
+
+
+def test_prism_mmd_add_embeddings_names_the_dtype():
+    import scenemetrics as sm
+
+    metric = sm.PRISMMMD()
+    with pytest.raises(ValueError, match=r"dtype torch\.int64") as info:
+        metric.add_embeddings(torch.ones(4, 8, dtype=torch.int64))
+    assert "shape" not in str(info.value)
+    with pytest.raises(ValueError, match=r"shape \(8,\)"):
+        metric.add_embeddings(torch.ones(8))
