@@ -32,9 +32,15 @@ def _describe(x: Any) -> str:
     return type(x).__name__
 
 
+def _check_not_meta(x: Tensor, name: str) -> None:
+    if x.device.type == "meta":
+        raise ValueError(f"`{name}` is on the meta device (it holds no data); pass a tensor on the CPU or a GPU")
+
+
 def to_numpy(x: Any, name: str) -> np.ndarray:
     """A tensor or array as a numpy array (CPU, detached); anything else is a ``TypeError``."""
     if isinstance(x, Tensor):
+        _check_not_meta(x, name)
         x = x.detach().cpu()
         if x.dtype == torch.bfloat16:
             x = x.float()
@@ -72,6 +78,7 @@ def check_features(x: Any, name: str) -> Tensor:
             raise DtypeError(f"`{name}` must be a float array; received dtype {x.dtype}")
         t = torch.from_numpy(np.ascontiguousarray(x))
     elif isinstance(x, Tensor):
+        _check_not_meta(x, name)
         t = x.detach()
     else:
         raise TypeError(f"`{name}` must be a torch.Tensor or numpy.ndarray; received {type(x).__name__}")

@@ -147,6 +147,8 @@ def check_pose(pose: Tensor, batch_size: int) -> Tensor:
         ValueError: another shape, or non-finite values. TypeError: not a tensor or number sequence.
     """
     p = _as_pose_tensor(pose, "pose")
+    if p.device.type == "meta":
+        raise ValueError("`pose` is on the meta device (it holds no data); pass a tensor on the CPU or a GPU")
     if p.ndim == 1 and p.shape[0] == 3:
         p = p.unsqueeze(0).expand(batch_size, 3)
     if p.ndim != 2 or tuple(p.shape) != (batch_size, 3):

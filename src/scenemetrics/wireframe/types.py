@@ -61,6 +61,8 @@ def _to_numpy(x: Any, arg: str) -> np.ndarray:
     """Torch tensors (any device/dtype), numpy arrays and nested sequences to a numpy array."""
     torch = sys.modules.get("torch")  # a tensor implies torch is imported; never import it just to check
     if torch is not None and isinstance(x, torch.Tensor):
+        if x.device.type == "meta":
+            raise ValueError(f"{arg} is on the meta device (it holds no data); pass a tensor on the CPU or a GPU.")
         x = x.detach().cpu()
         if x.is_floating_point():  # bfloat16/float16 have no (exact) numpy twin
             x = x.to(torch.float64)

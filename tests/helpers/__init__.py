@@ -1,0 +1,1 @@
+"""Shared test helpers (the metric contract harness)."""
