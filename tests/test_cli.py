@@ -181,3 +181,19 @@ def test_warnings_of_a_command_are_shown_once_after_its_output(tmp_path):
         "scenemetrics: warning: the same thing (5 times)",
         "scenemetrics: warning: another thing",
     ]
+
+
+@pytest.mark.slow
+def test_osim_random_weights_uses_a_random_nano_detector(tmp_path, capsys):
+    g = torch.Generator().manual_seed(1)
+    img = torch.rand(3, 64, 64, generator=g)
+    viz.save_png(img, tmp_path / "refs" / "v0.png")
+    viz.save_png((img * 0.8).clamp(0, 1), tmp_path / "renders" / "v0.png")
+    out = tmp_path / "out"
+    args = ["osim", "--refs", str(tmp_path / "refs"), "--renders", str(tmp_path / "renders"), "--out", str(out)]
+    assert main([*args, "--random-weights", "--device", "cpu"]) == 0
+    err = capsys.readouterr().err
+    assert err.count(RANDOM_BANNER) == 2 and "yolox_nano detector" in err
+    report = json.loads((out / "osim.json").read_text())
+    assert report["detector"] == "yolox_nano" and report["weights"] == "random (uncalibrated)"
+    assert report["warning"] == RANDOM_BANNER
