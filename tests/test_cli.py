@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -170,8 +171,9 @@ def test_warnings_of_a_command_are_shown_once_after_its_output(tmp_path):
         "import sys\n"
         f"sys.path.insert(0, {str(tmp_path)!r})\n"
         "import scenemetrics.cli as cli\n"
-        "cli.ROOM_CLIS.append('warner_cli')\n"
-        "raise SystemExit(cli.main(['warner']))\n"
+        "cli.ROOM_CLIS = (*cli.ROOM_CLIS, 'warner_cli')\n"
+        "sys.argv = ['scenemetrics', 'warner']\n"
+        "raise SystemExit(cli.main())\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1] / "src"), env.get("PYTHONPATH", "")])
@@ -181,3 +183,33 @@ def test_warnings_of_a_command_are_shown_once_after_its_output(tmp_path):
         "scenemetrics: warning: the same thing (5 times)",
         "scenemetrics: warning: another thing",
     ]
+
+
+@pytest.mark.slow
+def test_osim_random_weights_uses_a_random_nano_detector(tmp_path, capsys):
+    g = torch.Generator().manual_seed(1)
+    img = torch.rand(3, 64, 64, generator=g)
+    viz.save_png(img, tmp_path / "refs" / "v0.png")
+    viz.save_png((img * 0.8).clamp(0, 1), tmp_path / "renders" / "v0.png")
+    out = tmp_path / "out"
+    args = ["osim", "--refs", str(tmp_path / "refs"), "--renders", str(tmp_path / "renders"), "--out", str(out)]
+    assert main([*args, "--random-weights", "--device", "cpu"]) == 0
+    err = capsys.readouterr().err
+    assert err.count(RANDOM_BANNER) == 2 and "yolox_nano detector" in err
+    report = json.loads((out / "osim.json").read_text())
+    assert report["detector"] == "yolox_nano" and report["weights"] == "random (uncalibrated)"
+    assert report["warning"] == RANDOM_BANNER
+
+
+def test_a_python_caller_gets_the_warnings_once_each(monkeypatch):
+    def run(args):
+        for _ in range(3):
+            warnings.warn("repeated", UserWarning, stacklevel=2)
+        return 0
+
+    import scenemetrics.wireframe.cli as wcli
+
+    monkeypatch.setattr(wcli, "run", run)
+    with pytest.warns(UserWarning) as caught:
+        assert main(["wireframe"]) == 0
+    assert [str(w.message) for w in caught] == ["repeated (3 times)"]

@@ -48,7 +48,7 @@ __all__ = [
     "write_json",
 ]
 
-ROOM_CLIS = [
+ROOM_CLIS = (
     "scenemetrics.demo",
     "scenemetrics.puzzlesim.cli",
     "scenemetrics.osim.cli",
@@ -59,7 +59,7 @@ ROOM_CLIS = [
     "scenemetrics.evaluation.cli",
     "scenemetrics.weights_cli",
     "scenemetrics.agreement.cli",
-]
+)
 """Modules whose ``register(subparsers)`` adds subcommands; a module that does not exist is skipped.
 
 Importing one of them (and its room's ``__init__``) must not import torch: ``tests/test_cli_startup.py`` checks it.
@@ -207,19 +207,16 @@ def _deferred_warnings() -> Iterator[list[warnings.WarningMessage]]:
         yield caught
 
 
-_SHOWWARNING = warnings.showwarning  # Python's own printer: a caller (pytest, catch_warnings) replaces it
-
-
-def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
-    """Each distinct warning once, with a count: one ``scenemetrics: warning:`` line each on stderr, or, when the
-    caller records or redirects warnings (``warnings.catch_warnings``, pytest), raised again for it."""
+def _print_warnings(caught: Sequence[warnings.WarningMessage], program: bool) -> None:
+    """Each distinct warning once, with a count: as the program, one ``scenemetrics: warning:`` line each on stderr;
+    called from Python (``main([...])``), raised again for the caller's own warning handling."""
     groups: dict[tuple[type[Warning], str], list[warnings.WarningMessage]] = {}
     for w in caught:
         text = " ".join(line.strip() for line in str(w.message).splitlines() if line.strip())
         groups.setdefault((w.category, text), []).append(w)
     for (category, text), items in groups.items():
         message = text + (f" ({len(items)} times)" if len(items) > 1 else "")
-        if warnings.showwarning is _SHOWWARNING:
+        if program:
             label = "" if category is UserWarning else f"{category.__name__}: "
             print(f"scenemetrics: warning: {label}{message}", file=sys.stderr)
         else:
@@ -255,7 +252,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (0 ok, 1 error, 2 usage)."""
+    """Run the CLI; returns the exit code (0 ok, 1 error, 2 usage).
+
+    Args:
+        argv: the arguments; ``None`` (the ``scenemetrics`` program) reads ``sys.argv``. The warnings a command raises
+            are shown once each after it: as ``scenemetrics: warning:`` lines on stderr when ``argv`` is ``None``,
+            and raised again (once each, with a count) for a Python caller.
+    """
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -274,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if os.environ.get("SCENEMETRICS_DEBUG", "").strip() not in ("", "0"):
                 traceback.print_exc()
             failure = f"error: {_error_text(err, args)}"
-    _print_warnings(caught)
+    _print_warnings(caught, program=argv is None)
     if failure is not None:  # the last line on stderr, after the warnings
         print(f"scenemetrics: {failure}", file=sys.stderr)
         return 1

@@ -65,7 +65,9 @@ def _puzzlesim_section(scene: Any, out: Path, weights_path: str | None, device: 
     from scenemetrics.puzzlesim import PuzzleSimMemory
     from scenemetrics.puzzlesim.cli import save_map_pngs
 
-    memory = PuzzleSimMemory(scene.train_views, weights_path=weights_path, device=device, progress=not quiet)
+    memory = PuzzleSimMemory(
+        scene.train_views, weights_path=weights_path, device=device, progress=_cli.show_progress(quiet)
+    )
     views = {}
     for name, img, mask in _cli.progress(
         list(zip(scene.names, scene.novel_views, scene.artifact_masks, strict=True)), quiet=quiet, desc="puzzlesim"

@@ -15,6 +15,7 @@ import torch
 from PIL import Image
 
 from scenemetrics import viz
+from scenemetrics.jsonio import restore
 from scenemetrics.synthetic import make_scene
 
 HERE = Path(__file__).resolve().parent
@@ -66,12 +67,18 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def _reject(token: str) -> None:
+    raise AssertionError(f"non-standard JSON token {token}")
+
+
 def read_json(path: Path) -> dict:
-    return json.loads(Path(path).read_text())
+    """A JSON file parsed strictly (a NaN/Infinity token fails), with its non-finite numbers put back."""
+    return restore(json.loads(Path(path).read_text(), parse_constant=_reject))
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    lines = Path(path).read_text().splitlines()
+    return [restore(json.loads(line, parse_constant=_reject)) for line in lines if line.strip()]
 
 
 def subprocess_env(tmp_path: Path) -> dict[str, str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fcntl
-import json
 import math
 import os
 import shutil
@@ -358,5 +357,5 @@ def test_config_object_api(tree, tmp_path):
         EvalConfig(root=tree, out=tmp_path / "out", metrics=("psnr",), methods=("m_clean",), quiet=True, device="cpu")
     )
     assert summary.evaluated == 2 and summary.failures == [] and summary.files["report"].is_file()
-    doc = json.loads(summary.files["results.json"].read_text())
+    doc = read_json(summary.files["results.json"])
     assert doc["leaderboard"][0]["mean"]["psnr"] == math.inf

@@ -490,10 +490,11 @@ def _not_distributed() -> bool:
 class _Metrics:
     """Metric instances of this process, built on first use (a failed build is remembered, not retried)."""
 
-    def __init__(self, config: EvalConfig, device: Any, work_dir: Path) -> None:
+    def __init__(self, config: EvalConfig, device: Any, work_dir: Path, announce: bool = False) -> None:
         self.config = config
         self.device = device
         self.work_dir = work_dir
+        self.announce = announce  # say what a (possibly multi-second) first build does
         self._built: dict[str, Any] = {}
         self._failed: dict[str, BaseException] = {}
 
@@ -509,6 +510,9 @@ class _Metrics:
                 random_weights=self.config.random_weights,
                 work_dir=self.work_dir,
             )
+            if self.announce:
+                weights = "random weights" if self.config.random_weights else "loading its weights"
+                _print(f"building {name} on {self.device} ({weights}) ...")
             try:
                 metric = entry.factory(cfg)
                 from torchmetrics import Metric
@@ -944,6 +948,13 @@ def _out_lock(out: Path) -> Iterator[None]:
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
+def _is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def _print(msg: str) -> None:
     """One line on stderr that does not break the progress bars."""
     from tqdm.auto import tqdm
@@ -996,8 +1007,9 @@ def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
             return EvalSummary(out=out, unavailable=dict(unavailable)) if rank0 else None
         summary = EvalSummary(out=out, skipped_done=len(plan.units) - len(pending), unavailable=dict(unavailable))
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="scenemetrics-eval-")))
-        metrics = _Metrics(config, dist.device, work)
-        show = rank0 and not config.quiet
+        talk = rank0 and not config.quiet
+        show = talk and _is_terminal()  # bars only on a terminal; a log gets one plain line per unit instead
+        metrics = _Metrics(config, dist.device, work, announce=talk)
         from tqdm.auto import tqdm
 
         overall = stack.enter_context(tqdm(total=len(pending), desc="units", disable=not show, file=sys.stderr))
@@ -1027,6 +1039,8 @@ def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
                                 key = (name, cell["reason"])
                                 skipped.setdefault(key, []).append(f"{record['method']}/{record['scene']}")
                         overall.update(1)
+                        if talk and not show:
+                            _print(f"[{summary.evaluated}/{len(pending)}] {where} done ({record['seconds']:.1f} s)")
                 except Exception as err:
                     failure = err
             message = dist.broadcast(None if failure is None else _error_text(failure))
