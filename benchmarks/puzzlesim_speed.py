@@ -70,7 +70,9 @@ def _setup(args: argparse.Namespace, tmp: Path) -> tuple[Path, torch.Tensor, tor
     return weights, refs, test
 
 
-def _implementations(weights: Path, refs: torch.Tensor, test: torch.Tensor, only: str | None = None) -> dict:
+def _implementations(
+    weights: Path, refs: torch.Tensor, test: torch.Tensor, only: str | None = None, batch_size: int = 8
+) -> dict:
     """name -> (embed_seconds, callable returning the (H, W) map)."""
     impls = {}
 
@@ -79,7 +81,7 @@ def _implementations(weights: Path, refs: torch.Tensor, test: torch.Tensor, only
 
     if want("ours") or want("ours_plain"):
         t0 = time.perf_counter()
-        memory = PuzzleSimMemory(refs, weights_path=weights)
+        memory = PuzzleSimMemory(refs, weights_path=weights, batch_size=batch_size)
         embed = time.perf_counter() - t0
         if want("ours"):
             impls["ours"] = (embed, lambda: memory.similarity_map(test, screening="auto")[0])
@@ -132,6 +134,8 @@ def _child_rss(args: argparse.Namespace, name: str) -> float | None:
         args.device,
         "--threads",
         "1",
+        "--batch-size",
+        str(args.batch_size),
     ]
     if args.weights:
         cmd += ["--weights", args.weights]
@@ -189,6 +193,43 @@ def _run_threads(args: argparse.Namespace, impls: dict, threads: int) -> dict:
 _DEFAULT_THREADS = torch.get_num_threads()
 
 
+def _scaling(args: argparse.Namespace, tmp: Path) -> list[dict]:
+    """Time per test image (CPU, one thread) of ours (auto) and the exhaustive search vs #references and size."""
+    weights = Path(args.weights) if args.weights else random_checkpoint("squeezenet1_1", tmp / "scaling.pth")
+    torch.set_num_threads(1)
+    cases = [(n, tuple(args.scaling_size)) for n in args.scaling_refs]
+    cases += [(args.scaling_size_refs, tuple(sz)) for sz in ((104, 157), (208, 314), (416, 628))]
+    rows = []
+    for n, size in cases:
+        scene = make_scene(num_train=n, num_novel=1, size=size, seed=args.seed)
+        refs, test = torch.stack(scene.train_views), scene.novel_views[0].unsqueeze(0)
+        del scene
+        memory = PuzzleSimMemory(refs, weights_path=weights, batch_size=args.batch_size)
+        del refs
+        row = {"references": n, "size": list(size), "vectors_layer2": int(memory.features(2).shape[0])}
+        maps = {}
+        for name, screening in (("ours", "auto"), ("exhaustive", "off")):
+            t0 = time.perf_counter()
+            maps[name] = memory.similarity_map(test, screening=screening)  # warm-up (builds the index)
+            row[f"{name}_first_call_s"] = time.perf_counter() - t0
+            cpu = []
+            for _ in range(args.scaling_repeats):
+                _, c, _ = _timed(lambda s=screening, m=memory, t=test: m.similarity_map(t, screening=s))
+                cpu.append(c)
+            row[f"{name}_cpu_s"] = statistics.median(cpu)
+        row["ratio"] = row["ours_cpu_s"] / row["exhaustive_cpu_s"]
+        row["max_abs_diff"] = float((maps["ours"] - maps["exhaustive"]).abs().max())
+        rows.append(row)
+        print(
+            f"| {n} | {size[0]}x{size[1]} | {row['vectors_layer2']} | {row['ours_cpu_s']:.2f} | "
+            f"{row['exhaustive_cpu_s']:.2f} | {row['ratio']:.2f} | {row['max_abs_diff']:.1e} |",
+            file=sys.stderr,
+            flush=True,
+        )
+        del memory
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--refs", type=int, default=34)
@@ -198,7 +239,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--weights", default=None, help="squeezenet1_1 checkpoint (default: deterministic random weights)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=8, help="reference images per backbone pass (ours)")
     p.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child processes")
+    p.add_argument("--no-compare", action="store_true", help="skip the comparison (e.g. to run --scaling alone)")
+    p.add_argument("--scaling", action="store_true", help="also time ours vs the exhaustive search over sizes")
+    p.add_argument("--scaling-refs", type=int, nargs="+", default=[4, 16, 64, 256])
+    p.add_argument("--scaling-size", type=int, nargs=2, default=(208, 314), metavar=("H", "W"))
+    p.add_argument("--scaling-size-refs", type=int, default=16, help="references of the resolution sweep")
+    p.add_argument("--scaling-repeats", type=int, default=1)
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
@@ -207,38 +255,62 @@ def main(argv: list[str] | None = None) -> None:
         if args.child:
             torch.set_num_threads(1)
             weights, refs, test = _setup(args, tmp)
-            impls = _implementations(weights, refs, test, only=args.child)
-            impls[args.child][1]()
+            if args.child == "baseline":  # imports and data only: what every implementation's process holds anyway
+                import importlib.util
+
+                if importlib.util.find_spec("puzzle_sim"):
+                    import puzzle_sim  # noqa: F401
+            else:
+                impls = _implementations(weights, refs, test, only=args.child, batch_size=args.batch_size)
+                impls[args.child][1]()
             rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             print(json.dumps({"peak_rss_mb": rss_kb / 1024}))
             return
-        weights, refs, test = _setup(args, tmp)
-        impls = _implementations(weights, refs, test)
-        torch.set_num_threads(1)
+        report: dict = {"torch": torch.__version__, "cpu_model": _cpu_model(), "cpu_count": os.cpu_count()}
         decision = _search.bf16_decision()
-        probe = decision if decision["speedup"] is not None else {**decision, **bf16.probe_bf16_gemm()}
-        report = {
-            "setting": {
-                "references": args.refs,
-                "size": list(args.size),
-                "backbone": "squeezenet1_1",
-                "layers": [2, 3, 4],
-                "weights": args.weights or "deterministic random (seed 0)",
-                "device": args.device,
-                "repeats": args.repeats,
-            },
-            "torch": torch.__version__,
-            "cpu_model": _cpu_model(),
-            "cpu_count": os.cpu_count(),
-            "bf16_decision": decision,
-            "bf16_probe_one_thread": probe,
-            "fast_bf16_matmul": bool(probe["fast"]),
-            "screening_enabled": bool(decision["enabled"]),
-            "acceptance_limit": 0.5 if probe["fast"] else 0.9,
-            "runs": [_run_threads(args, impls, t) for t in args.threads],
-        }
-        if not args.no_rss:
-            report["peak_rss_mb"] = {name: _child_rss(args, name) for name in impls}
+        report["bf16_decision"] = decision
+        report["bf16_capabilities"] = bf16.cpu_bf16_capabilities()
+        if not args.no_compare:
+            weights, refs, test = _setup(args, tmp)
+            impls = _implementations(weights, refs, test, batch_size=args.batch_size)
+            torch.set_num_threads(1)
+            probe = bf16.probe_bf16_gemm()
+            report.update(
+                {
+                    "setting": {
+                        "references": args.refs,
+                        "size": list(args.size),
+                        "backbone": "squeezenet1_1",
+                        "layers": [2, 3, 4],
+                        "weights": args.weights or "deterministic random (seed 0)",
+                        "device": args.device,
+                        "repeats": args.repeats,
+                        "batch_size": args.batch_size,
+                    },
+                    "bf16_probe_one_thread": probe,
+                    "fast_bf16_matmul": bool(probe["fast"]),
+                    "bf16_screening_enabled": bool(decision["enabled"]),
+                    "search_auto": "bf16-screened" if decision["enabled"] else "projection bound",
+                    "runs": [_run_threads(args, impls, t) for t in args.threads],
+                }
+            )
+            del impls, refs, test
+            if not args.no_rss:
+                names = ["baseline", "ours", "ours_plain", "puzzle_sim_default", "puzzle_sim_naive"]
+                rss = {name: _child_rss(args, name) for name in names}
+                rss = {k: v for k, v in rss.items() if v is not None}
+                report["peak_rss_mb"] = rss
+                if "baseline" in rss:
+                    work = {k: v - rss["baseline"] for k, v in rss.items() if k != "baseline"}
+                    report["rss_above_baseline_mb"] = work
+                    if work.get("puzzle_sim_default"):
+                        report["rss_above_baseline_ratio_vs_puzzle_sim_default"] = {
+                            k: v / work["puzzle_sim_default"] for k, v in work.items()
+                        }
+        if args.scaling:
+            print("| refs | size | layer-2 vectors | ours s | exhaustive s | ratio | max diff |", file=sys.stderr)
+            print("|---|---|---|---|---|---|---|", file=sys.stderr)
+            report["scaling_cpu_one_thread"] = _scaling(args, tmp)
         print(json.dumps(report, indent=2))
 
 

@@ -30,7 +30,9 @@ from scenemetrics.puzzlesim.memory import (
     Search,
     check_choice,
     check_chunk_size,
+    search_method,
 )
+from scenemetrics.puzzlesim.triton_search import triton_max
 
 __all__ = [
     "best_match_similarity",
@@ -254,20 +256,26 @@ def best_match_similarity(
     q, out_shape = _query_rows(features)
     r = _reference_rows(reference_features, q.shape[1], q.dtype, q.device)
     chunk = chunk_size or _search.default_chunk_size(q.device)
+    if screening == "on" and q.dtype != torch.float32:
+        raise ValueError(f"`screening`='on' needs float32 features; received {q.dtype}")
+    method = search_method(screening, q.device, r.shape[0], need_grad) if q.dtype == torch.float32 else "plain"
     if need_grad:
         with torch.no_grad():
-            _, idx = _search.plain_max(q.detach(), r, chunk, with_indices=True)
+            if method == "bound":
+                _, idx = _search.bound_max(q.detach(), _search.BoundIndex.build(r.detach()), chunk, with_indices=True)
+            elif method == "triton":
+                _, idx = triton_max(q.detach(), r.detach(), with_indices=True)
+            else:
+                _, idx = _search.plain_max(q.detach(), r, chunk, with_indices=True)
         vals = (q * r[idx]).sum(dim=1)
+    elif method == "bf16":
+        vals = _search.screened_max(q, _search.ScreenIndex.build(r), chunk)
+    elif method == "bound":
+        vals = _search.bound_max(q, _search.BoundIndex.build(r), chunk)[0]
+    elif method == "triton":
+        vals = triton_max(q, r)[0].to(q.dtype)
     else:
-        use = screening == "on" or (
-            screening == "auto" and q.device.type == "cpu" and bool(_search.bf16_decision()["enabled"])
-        )
-        if use and q.dtype == torch.float32:
-            vals = _search.screened_max(q, _search.ScreenIndex.build(r), chunk)
-        elif screening == "on":
-            raise ValueError(f"`screening`='on' needs float32 features; received {q.dtype}")
-        else:
-            vals = _search.plain_max(q, r, chunk)[0]
+        vals = _search.plain_max(q, r, chunk)[0]
     return vals.view(out_shape)
 
 

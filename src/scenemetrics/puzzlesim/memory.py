@@ -20,8 +20,16 @@ from scenemetrics.puzzlesim.backbone import (
     load_backbone,
     validate_layers,
 )
+from scenemetrics.puzzlesim.triton_search import triton_max
 
-__all__ = ["DEFAULT_LAYERS", "DEFAULT_LAYER_WEIGHTS", "PuzzleSimMemory", "combine_layer_maps", "unit_rows"]
+__all__ = [
+    "DEFAULT_LAYERS",
+    "DEFAULT_LAYER_WEIGHTS",
+    "PuzzleSimMemory",
+    "combine_layer_maps",
+    "search_method",
+    "unit_rows",
+]
 
 DEFAULT_LAYERS = (2, 3, 4)
 DEFAULT_LAYER_WEIGHTS = (0.67, 0.2, 0.13)
@@ -209,11 +217,32 @@ class PuzzleSimMemory:
         return images
 
     def _embed(self, refs: list[Tensor], progress: bool) -> None:
+        """Embed ``refs`` and append their unit vectors, written in place into one preallocated matrix per layer
+        (feature sizes from a shape-only pass on the meta device), so no second copy of the bank ever exists."""
+        import copy
+
         from tqdm.auto import tqdm
 
         net = self._net()
         dtype = PRECISIONS[self.precision]
-        new: dict[int, list[Tensor]] = {layer: [] for layer in self.layers}
+        meta = copy.deepcopy(net).to("meta")
+        rows = dict.fromkeys(self.layers, 0)
+        channels: dict[int, int] = {}
+        for tensor in refs:
+            x = self._prepare(torch.empty(1, *tensor.shape[1:], device="meta"))
+            for layer, f in meta(x, self.layers).items():
+                rows[layer] += tensor.shape[0] * f.shape[2] * f.shape[3]
+                channels[layer] = f.shape[1]
+        del meta
+        out: dict[int, Tensor] = {}
+        for layer in self.layers:
+            old = self._vectors.get(layer)
+            start = 0 if old is None else old.shape[0]
+            out[layer] = torch.empty(start + rows[layer], channels[layer], dtype=dtype, device=self.device)
+            if old is not None:
+                out[layer][:start] = old
+            self._vectors.pop(layer, None)
+            rows[layer] = start  # now the write position
         total = sum(t.shape[0] for t in refs)
         with torch.no_grad(), tqdm(total=total, desc="embedding references", disable=not progress) as bar:
             for tensor in refs:
@@ -221,12 +250,15 @@ class PuzzleSimMemory:
                     x = self._prepare(tensor[i : i + self.batch_size].to(self.device, torch.float32))
                     feats = net(x, self.layers)
                     for layer, f in feats.items():
-                        new[layer].append(unit_rows(f).to(dtype))
+                        v = unit_rows(f)
+                        out[layer][rows[layer] : rows[layer] + v.shape[0]] = v
+                        rows[layer] += v.shape[0]
+                    del feats
                     bar.update(x.shape[0])
                 self.reference_sizes.extend([(int(tensor.shape[-2]), int(tensor.shape[-1]))] * tensor.shape[0])
         for layer in self.layers:
-            parts = ([self._vectors[layer]] if layer in self._vectors else []) + new[layer]
-            self._vectors[layer] = torch.cat(parts).contiguous()
+            assert rows[layer] == out[layer].shape[0]  # the meta pass predicted every feature size
+        self._vectors.update(out)
         self.num_references = len(self.reference_sizes)
         self._derived.clear()
 
@@ -364,14 +396,26 @@ class PuzzleSimMemory:
             q = unit_rows(f)
             r = self.vectors_on(layer, q.device)
             chunk = chunk_size or _search.default_chunk_size(q.device)
+            method = "faiss" if search == "faiss" else self._method(screening, q.device, r.shape[0], need_grad)
             if need_grad:
                 with torch.no_grad():
-                    _, idx = _search.plain_max(q.detach().to(r.dtype), r, chunk, with_indices=True)
+                    if method == "bound":
+                        index = self._bound_index(layer, q.device)
+                        r = index.vectors
+                        _, idx = _search.bound_max(q.detach(), index, chunk, with_indices=True)
+                    elif method == "triton":
+                        _, idx = triton_max(q.detach().to(r.dtype), r, with_indices=True)
+                    else:
+                        _, idx = _search.plain_max(q.detach().to(r.dtype), r, chunk, with_indices=True)
                 vals = (q * r[idx].to(q.dtype)).sum(dim=1)
-            elif search == "faiss":
+            elif method == "faiss":
                 vals = self._faiss_max(layer, q, faiss_options)
-            elif self._use_screening(screening, q.device):
+            elif method == "bf16":
                 vals = _search.screened_max(q, self._screen_index(layer, q.device), chunk)
+            elif method == "bound":
+                vals = _search.bound_max(q, self._bound_index(layer, q.device), chunk)[0]
+            elif method == "triton":
+                vals = triton_max(q.to(r.dtype), r)[0]
             else:
                 vals = _search.plain_max(q.to(r.dtype), r, chunk)[0].float()
             out[layer] = vals.view(b, h, w)
@@ -418,24 +462,37 @@ class PuzzleSimMemory:
             self._derived[key] = v.to(device)
         return self._derived[key]
 
-    def _use_screening(self, screening: str, device: torch.device) -> bool:
-        if screening == "off" or self.precision != "float32":
-            return False
-        if screening == "on":
-            return True
-        return device.type == "cpu" and bool(_search.bf16_decision()["enabled"])
+    def _method(self, screening: str, device: torch.device, k: int, need_grad: bool) -> str:
+        """The exact search to run: "plain", "bf16" (screened) or "bound" (projection bound, CPU)."""
+        return search_method(screening, device, k, need_grad, self.precision)
+
+    def _ordered(self, layer: int, device: torch.device) -> tuple[Tensor, bool]:
+        """The vectors of ``layer`` on ``device`` and whether they are already in cluster order."""
+        return self.vectors_on(layer, device), ("ordered", layer, str(device)) in self._derived
+
+    def _adopt(self, layer: int, device: torch.device, vectors: Tensor) -> None:
+        # adopt an index's cluster-ordered copy (same vectors, other order) instead of keeping two copies
+        if device == self.device:
+            self._vectors[layer] = vectors
+        else:
+            self._derived[("copy", layer, str(device))] = vectors
+        self._derived[("ordered", layer, str(device))] = True
 
     def _screen_index(self, layer: int, device: torch.device) -> _search.ScreenIndex:
         key = ("screen", layer, str(device))
         if key not in self._derived:
-            index = _search.ScreenIndex.build(self.vectors_on(layer, device))
-            # adopt the index's cluster-ordered copy (same vectors, other order) instead of keeping two copies
-            if device == self.device:
-                self._vectors[layer] = index.vectors
-            else:
-                self._derived[("copy", layer, str(device))] = index.vectors
+            vectors, ordered = self._ordered(layer, device)
+            index = _search.ScreenIndex.build(vectors, reorder=not ordered)
+            self._adopt(layer, device, index.vectors)
             self._derived[key] = index
         return self._derived[key]
+
+    def _bound_index(self, layer: int, device: torch.device) -> _search.BoundIndex:
+        key = ("bound", layer, str(device))
+        index = self._derived.get(key)
+        if index is None or index.vectors is not self.vectors_on(layer, device):
+            index = self._derived[key] = _search.BoundIndex.build(self.vectors_on(layer, device))
+        return index
 
     def _faiss_max(self, layer: int, q: Tensor, options: dict | None) -> Tensor:
         from scenemetrics.puzzlesim.approximate import faiss_max
@@ -444,6 +501,32 @@ class PuzzleSimMemory:
         vals, index = faiss_max(q, self._vectors[layer], options, self._derived.get(key))
         self._derived[key] = index
         return vals
+
+
+def search_method(screening: str, device: torch.device, k: int, need_grad: bool, precision: str = "float32") -> str:
+    """Which exact search a call runs: ``"plain"``, ``"bf16"`` (bf16-screened), ``"bound"`` (projection bound) or
+    ``"triton"`` (fused GPU kernel).
+
+    ``"off"`` -> plain (the exhaustive reference); ``"on"`` -> bf16-screened (float32, no gradients). ``"auto"``:
+    on CUDA the fused Triton kernel when Triton is installed; on a CPU with float32 and at least 4 blocks of
+    reference vectors, bf16-screened where the bf16 decision enables it and no gradient is needed, otherwise the
+    projection-bound search (which also gives the argmax for gradients); plain elsewhere.
+    """
+    if screening == "off":
+        return "plain"
+    if device.type == "cuda" and screening == "auto":
+        from scenemetrics.puzzlesim.triton_search import triton_available
+
+        return "triton" if triton_available(device) else "plain"
+    if precision != "float32":
+        return "plain"
+    if screening == "on":
+        return "bf16"
+    if device.type != "cpu" or k < 4 * _search.BLOCK:
+        return "plain"
+    if not need_grad and bool(_search.bf16_decision()["enabled"]):
+        return "bf16"
+    return "bound"
 
 
 def unit_rows(f: Tensor) -> Tensor:
