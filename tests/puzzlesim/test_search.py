@@ -235,6 +235,7 @@ def test_chunk_size_one_on_maps(squeeze_ckpt):
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+@pytest.mark.bf16_probe
 def test_bf16_probe_is_cached_and_complete():
     probe = S.bf16_probe()
     assert S.bf16_probe() is probe
