@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+from pathlib import Path
 
 import pytest
 import torch
+
+# PuzzleSim decides once per process whether bf16 screening pays off on this CPU ("auto" times bf16 vs fp32 GEMMs,
+# ~40 s on CPUs without fast bf16). Every xdist worker and every subprocess a test starts (CLI runs, DDP ranks,
+# ns-train) would pay it again, and the exact fp32 search the tests compare against needs no probe. Set here, at
+# import, so subprocesses inherit it; tests of the probe itself are marked `bf16_probe` and run without it.
+os.environ.setdefault("SCENEMETRICS_BF16", "off")
+
+INTEGRATION = Path(__file__).resolve().parent / "integration"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -13,6 +23,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     no_ns = pytest.mark.skip(reason="needs the [nerfstudio] extra (pip install 'scenemetrics[nerfstudio]')")
     has_ns = importlib.util.find_spec("nerfstudio") is not None
     for item in items:
+        if INTEGRATION in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.integration)
         if "gpu" in item.keywords and not torch.cuda.is_available():
             item.add_marker(no_cuda)
         if "nerfstudio" in item.keywords and not has_ns:
@@ -34,3 +46,10 @@ def _isolated_caches(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
     import scenemetrics.hub
 
     monkeypatch.setattr(scenemetrics.hub, "_download", _no_download)
+
+
+@pytest.fixture(autouse=True)
+def _bf16_probe_runs(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests marked `bf16_probe` see the user's setting (default: the probe runs), not the suite's "off"."""
+    if request.node.get_closest_marker("bf16_probe") is not None:
+        monkeypatch.delenv("SCENEMETRICS_BF16", raising=False)

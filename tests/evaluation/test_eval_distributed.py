@@ -39,13 +39,24 @@ def _same_table(a: list[dict[str, str]], b: list[dict[str, str]]) -> None:
             assert va == vb or (math.isfinite(va) and va == pytest.approx(vb, rel=1e-5, abs=1e-7)), (key, ra, rb)
 
 
-def test_two_processes_give_the_table_of_one(tree, tmp_path):
+@pytest.fixture(scope="module")
+def one_process(tree, tmp_path_factory) -> Path:
+    """The one-process run both tests compare against, computed once per worker (its own private caches, offline)."""
+    base = tmp_path_factory.mktemp("one_process")
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in subprocess_env(base).items():
+            if name.startswith(("SCENEMETRICS_", "HF_", "TORCH_HOME")):
+                mp.setenv(name, value)
+        assert main(_args(tree, base / "out", base / "one.log")) == 0
+    return base / "out"
+
+
+def test_two_processes_give_the_table_of_one(tree, tmp_path, one_process):
     out2, log2 = tmp_path / "ddp", tmp_path / "ddp.log"
     cmd = [PYTHON, "-m", "scenemetrics", *_args(tree, out2, log2, "--devices", "2", "--strategy", "ddp")]
     proc = subprocess.run(cmd, env=subprocess_env(tmp_path), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    out1, log1 = tmp_path / "one", tmp_path / "one.log"
-    assert main(_args(tree, out1, log1)) == 0
+    out1 = one_process
 
     _same_table(read_csv(out2 / "results.csv"), read_csv(out1 / "results.csv"))
     _same_table(read_csv(out2 / "leaderboard.csv"), read_csv(out1 / "leaderboard.csv"))
@@ -61,7 +72,7 @@ def test_two_processes_give_the_table_of_one(tree, tmp_path):
     assert sorted(pids) == sorted(order)
 
 
-def test_killed_run_resumes_without_recomputing(tree, tmp_path):
+def test_killed_run_resumes_without_recomputing(tree, tmp_path, one_process):
     out, log1 = tmp_path / "out", tmp_path / "first.log"
     cmd = [PYTHON, "-m", "scenemetrics", *_args(tree, out, log1, "--metric-option", "standin.delay=0.5")]
     proc = subprocess.Popen(cmd, env=subprocess_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -91,7 +102,6 @@ def test_killed_run_resumes_without_recomputing(tree, tmp_path):
     assert all(rerun.count(u) == len(VIEWS) for u in set(rerun))
     first = [line.split()[0] for line in log1.read_text().splitlines()]
     assert all(first.count(u) == len(VIEWS) for u in committed)
-    reference = tmp_path / "reference"
-    assert main(_args(tree, reference, tmp_path / "ref.log")) == 0
+    reference = one_process
     _same_table(read_csv(out / "results.csv"), read_csv(reference / "results.csv"))
     _same_table(read_csv(out / "leaderboard.csv"), read_csv(reference / "leaderboard.csv"))

@@ -115,6 +115,13 @@ def squeeze_weights(tmp_path_factory: pytest.TempPathFactory):
     return random_checkpoint("squeezenet1_1", tmp_path_factory.mktemp("inpainting_weights") / "sq.pth")
 
 
+@pytest.fixture(scope="session")
+def alex_weights(tmp_path_factory: pytest.TempPathFactory):
+    # features only: the loader needs no classifier, and AlexNet's is 58 M zeros
+    path = tmp_path_factory.mktemp("inpainting_weights") / "alex.pth"
+    return random_checkpoint("alexnet", path, include_classifier=False)
+
+
 @pytest.fixture()
 def planted() -> Callable[..., tuple[list[Tensor], Tensor, Tensor, Tensor]]:
     return make_planted

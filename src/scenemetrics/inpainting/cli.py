@@ -53,7 +53,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--refine-candidates", type=int, default=10, help="thresholds per refinement round")
     p.add_argument("--max-iters", type=int, default=10, help="rounds at most")
     p.add_argument("--alpha", type=float, default=0.25, help="refinement half-width in units of the map's std")
-    p.add_argument("--size-penalty", type=float, default=0.1, help="weight of the mask-area regulariser")
+    p.add_argument(
+        "--size-penalty",
+        type=float,
+        default=1.0,
+        help="weight of the mask-area regulariser, in units of the input map's std (scale-free)",
+    )
     p.add_argument("--mask-dilation", type=int, default=0, help="square dilation radius of the masks in pixels")
     p.add_argument("--batch-size", type=int, default=8, help="candidates per inpainter / PuzzleSim call")
     _cli.add_device_arg(p)

@@ -8,7 +8,10 @@ one until no candidate helps. The returned image never scores below the input.
 The paper leaves the gain ``delta``, its regulariser and the refinement interval to a supplement we could not
 obtain; the choices below are ours (docs/inpainting.md lists them and why):
 
-* ``delta_k = mean_{p in M_k}(Q_k(p) - Q(p)) - size_penalty * |M_k| / (H W)``;
+* ``delta_k = mean_{p in M_k}(Q_k(p) - Q(p)) / sigma_0 - size_penalty * |M_k| / (H W)``, with ``sigma_0`` the
+  population std of the input's map and ``size_penalty = 1.0`` by default: the gain is measured in units of the
+  map's spread over the image, so the acceptance rule does not depend on the backbone's or the scene's dynamic range
+  (scale-free);
 * a candidate is eligible only if its map mean does not drop (``mean Q_k >= mean Q``);
 * refinement thresholds: ``refine_candidates`` values evenly spaced in
   ``[max(tau* - w, min Q), tau* + w]`` with ``w = alpha * std(Q)`` (population std of the current map), falling
@@ -77,6 +80,11 @@ class InpaintResult:
     map_after: Tensor
 
     @property
+    def spread(self) -> float:
+        """``sigma_0``, the population std of :attr:`map_before`: the unit of the gains in ``history``'s deltas."""
+        return _map_spread(self.map_before)
+
+    @property
     def mask_fraction(self) -> float:
         """Fraction of the pixels that were inpainted (area of :attr:`mask`)."""
         return float(self.mask.float().mean()) if self.mask.numel() else 0.0
@@ -91,6 +99,11 @@ class InpaintResult:
 def _map_mean(q: Tensor) -> float:
     # float64 accumulation of the float32 map: one rule for every mean the loop compares
     return float(q.double().mean())
+
+
+def _map_spread(q: Tensor) -> float:
+    # population std in float64: the unit of the in-mask gain (and of the refinement half-width)
+    return float(q.detach().double().std(correction=0)) if q.numel() else 0.0
 
 
 def eq7_thresholds(qmin: float, qmean: float, n: int) -> list[float]:
@@ -393,7 +406,7 @@ def puzzle_inpaint(
     refine_candidates: int = 10,
     max_iters: int = 10,
     mask_dilation: int = 0,
-    size_penalty: float = 0.1,
+    size_penalty: float = 1.0,
     batch_size: int = 8,
     backbone: str | nn.Module = "squeezenet1_1",
     layers: Sequence[int] = DEFAULT_LAYERS,
@@ -408,7 +421,10 @@ def puzzle_inpaint(
     window lies below ``min Q``), masks ``M = dilate(Q <= tau)`` (empty, full and duplicate masks dropped), every
     candidate inpainted (batched) and composited ``J = M * inpainter(I, M) + (1 - M) * I``, its map recomputed
     against the references embedded once, and scored
-    ``delta = mean_{M}(Q_J - Q) - size_penalty * |M| / (H W)``. The best candidate whose map mean does not drop is
+    ``delta = mean_{M}(Q_J - Q) / sigma_0 - size_penalty * |M| / (H W)``, where ``sigma_0`` is the population std of
+    the input's map (:attr:`InpaintResult.spread`): gains count in units of the map's spread over the image, so
+    the same ``size_penalty`` means the same thing for every backbone, layer set and scene (multiplying or shifting
+    every map by a constant changes no decision). The best candidate whose map mean does not drop is
     accepted if ``delta > 0``; otherwise the loop stops (paper: stop when ``max delta <= 0``). It also stops on a flat
     map (``mean Q - min Q <= 1e-5``), when no candidate mask is left, and after ``max_iters`` rounds.
 
@@ -429,7 +445,8 @@ def puzzle_inpaint(
         refine_candidates: thresholds per refinement round.
         max_iters: rounds at most, the first included.
         mask_dilation: square dilation radius of each candidate mask in pixels (0: the paper's masks as is).
-        size_penalty: ``lambda`` of the mask-area regulariser (similarity units per unit area fraction).
+        size_penalty: ``lambda`` of the mask-area regulariser, in units of ``sigma_0`` per unit area fraction:
+            a candidate covering the whole image must raise its in-mask quality by ``size_penalty * sigma_0``.
         batch_size: candidates per inpainter / PuzzleSim call.
         backbone: PuzzleSim backbone name, or an ``nn.Module`` feature extractor ``forward(images01, layers) ->
             {layer: (B, C, h, w)}`` (its own normalisation; ``weights_path`` ignored; run in ``eval()`` without
@@ -536,6 +553,8 @@ def _run(
     cur = x.clone()
     q = scorer(cur)[0]
     q0, mean0 = q, _map_mean(q)
+    # gains in units of the input map's spread: > 0 whenever the flat-map test below lets a round run
+    spread = _map_spread(q0)
     mean_q = mean0
     union = torch.zeros(h, w, dtype=torch.bool, device=x.device)
     tau_star: float | None = None
@@ -566,7 +585,7 @@ def _run(
                 for i in range(mb.shape[0]):
                     m = mb[i]
                     area = int(m.sum())
-                    gain = float((cand_maps[i].double() - q64)[m].mean())
+                    gain = float((cand_maps[i].double() - q64)[m].mean()) / spread
                     delta = gain - size_penalty * area / npix
                     ok = _map_mean(cand_maps[i]) >= mean_q
                     deltas.append(delta)
