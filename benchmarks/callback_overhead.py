@@ -1,9 +1,10 @@
 """Training time with and without ``SceneMetricsCallback`` on the reference workload; prints one JSON object.
 
-R-CPU (specs/callbacks.md 2.6): the tiny pure-PyTorch Gaussian-splat renderer (``tests/utils/tiny_splat.py``),
-1024 Gaussians, 16 training views of 64×64, one view per Adam step, in a Lightning loop on 2 CPU threads; the
-callback runs PuzzleSim (SqueezeNet 1.1, random weights: speed does not depend on the values) on 4 held-out views
-with the 16 training views as references, logs the scalar and the colormapped maps to TensorBoard.
+R-CPU (the CPU workload of the library's overhead budget: evaluations every 500 steps cost at most 5 % of training
+time): the tiny pure-PyTorch Gaussian-splat renderer (``tests/utils/tiny_splat.py``), 1024 Gaussians, 16 training views
+of 64×64, one view per Adam step, in a Lightning loop on 2 CPU threads; the callback runs PuzzleSim (SqueezeNet 1.1,
+random weights: speed does not depend on the values) on 4 held-out views with the 16 training views as references, logs
+the scalar and the colormapped maps to TensorBoard.
 
 Each repeat fits the same model twice from the same initialisation, without and with the callback
 (``--every-n-steps`` during the benchmark, so that a short run contains evaluations), and times:

@@ -2,8 +2,8 @@
 
 The baseline, :func:`naive_gbvs`, computes the same maps the way the common Python port does: loops, SciPy
 correlations, and a dense Markov matrix per feature map whose equilibrium is found by power iteration (MATLAB
-``graphsalapply``, tolerance 1e-4). It is written independently of ``scenemetrics.osim.saliency`` from the spec
-(specs/osim.md section 7) and also serves the tests as a float64 reference.
+``graphsalapply``, tolerance 1e-4). It is written independently of ``scenemetrics.osim.saliency``, from
+Harel's MATLAB GBVS package with its default parameters, and also serves the tests as a float64 reference.
 
 Prints one JSON object: median ms per 640x480 image at B = 1 and B = 8 on CPU (and CUDA when present), the speed-up
 over the baseline, the absolute target (<= 50 ms per image at B = 1 on CPU) and max |difference| between the maps.

@@ -1,12 +1,13 @@
 """Benchmark: every wireframe registry metric on synthetic house pairs; WED against a naive pure-Python reference.
 
-GT = ``synthetic_houses(N, seed=0)`` (metres); prediction = GT with N(0, 0.2 m) vertex noise, 10 % of the edges
-dropped and 2 random extra vertices with one edge each. For each metric: the median over ``--runs`` runs of the mean
-time per pair (``iou``/``jaccard_distance`` at radius 0.5, resolution 4; corner/edge threshold 0.5; ``hss`` with the
-HSS-2025 IoU on the first ``--hss-pairs`` pairs, if trimesh + manifold3d are installed), as wall-clock and CPU
-(process) time, next to the reference points of the spec (a prototype on one CPU core); CPU time is the steadier
-number on a shared machine. Then WED ``corrected`` against a dict-and-loop implementation
-written here, on the same pairs, in the same run: speed ratio and maximum absolute difference (must be < 1e-12).
+GT = ``synthetic_houses(N, seed=0)`` (metres); prediction = GT with N(0, 0.2 m) vertex noise, 10 % of the edges dropped
+and 2 random extra vertices with one edge each. For each metric: the median over ``--runs`` runs of the mean time per
+pair (``iou``/``jaccard_distance`` at radius 0.5, resolution 4; corner/edge threshold 0.5; ``hss`` with the HSS-2025 IoU
+on the first ``--hss-pairs`` pairs, if trimesh + manifold3d are installed), as wall-clock and CPU (process) time, next
+to reference points measured once with a straightforward prototype on one CPU core (a regression of more than 2x
+deserves a look); CPU time is the steadier number on a shared machine. Then WED ``corrected`` against a dict-and-loop
+implementation written here, on the same pairs, in the same run: speed ratio and maximum absolute difference (must
+be < 1e-12).
 
 Prints one JSON object. Usage::
 
@@ -30,7 +31,7 @@ from scipy.optimize import linear_sum_assignment
 
 from scenemetrics.wireframe import METRIC_NAMES, make_metric, synthetic_houses, wed
 
-# spec 12: per-pair times of a straightforward prototype on one CPU core (ms)
+# reference points: per-pair times of a straightforward prototype on one CPU core (ms), measured once
 SPEC_REFERENCE_MS = {
     "corner_precision": 0.02,
     "corner_recall": 0.02,

@@ -64,7 +64,7 @@ BUILTIN_COLORMAPS = ("jet", "jet_r", "gray", "gray_r")
 
 
 def _jet(v: Tensor) -> Tensor:
-    # MATLAB-style jet as piecewise linear ramps (callbacks spec 1.6).
+    # MATLAB-style jet as piecewise linear ramps: r = clip(1.5 - |4v - 3|), g = ... |4v - 2|, b = ... |4v - 1|.
     r = (1.5 - (4 * v - 3).abs()).clamp(0, 1)
     g = (1.5 - (4 * v - 2).abs()).clamp(0, 1)
     b = (1.5 - (4 * v - 1).abs()).clamp(0, 1)

@@ -3,7 +3,7 @@
 Both the Lightning callback and the nerfstudio callback drive a :class:`MetricRunner`:
 ``begin()`` → ``update(i, view)`` per rendered view → ``finish()`` → scalars and images keyed by their log tags.
 
-Dispatch (specs/callbacks.md 1.3), per metric ``m`` named ``name``:
+Dispatch, per metric ``m`` named ``name``:
 
 ========================================  =========================================================
 ``update_fns[name]`` given                ``update_fns[name](m, render, target, extras)``
@@ -77,7 +77,7 @@ class EvaluationResult:
 def evenly_spaced(n: int, k: int | None) -> list[int]:
     """``k`` indices spread evenly over ``range(n)``: ``round(j * (n - 1) / (k - 1))`` (all if ``k >= n``).
 
-    Python's ``round`` (ties to even), as specs/callbacks.md 1.4 writes it: ``evenly_spaced(6, 3) == [0, 2, 5]``.
+    Python's ``round`` (ties to even), so ``evenly_spaced(6, 3) == [0, 2, 5]``.
     """
     if k is None or k >= n:
         return list(range(n))
@@ -136,7 +136,7 @@ def metric_kind(metric: Metric) -> str:
 
 
 def scalars_from_value(tag: str, value: Any, metric_name: str) -> dict[str, float]:
-    """Flatten a ``compute()`` result into log scalars (specs/callbacks.md 1.5).
+    """Flatten a ``compute()`` result into log scalars.
 
     A 1-element tensor or a number gives ``{tag: value}``; a mapping gives ``{tag/key: ...}`` (nested keys joined by
     ``/``); an object with a ``score`` attribute (a dataclass result) gives ``{tag: score}``.

@@ -496,8 +496,9 @@ def read_cameras(path: str | os.PathLike) -> dict[str, CameraEntry]:
                              "target_camera": {"c2w": [[...], [...], [...], [...]]}}}}
 
     Keys are view names (render path relative to the renders folder, extension optional). ``source`` is relative to
-    the folder holding ``cameras.json`` (or absolute). The pose follows PRISM's convention (specs/prism.md): target
-    minus source, polar from +z (Δpolar = −Δelevation), azimuth counter-clockwise seen from +z, radius difference.
+    the folder holding ``cameras.json`` (or absolute). The pose follows PRISM's convention (that of
+    ``scenemetrics.prism.relative_pose``): target minus source, polar from +z (Δpolar = −Δelevation), azimuth
+    counter-clockwise seen from +z, radius difference.
 
     Returns:
         View name (without extension) -> :class:`CameraEntry`.

@@ -15,7 +15,7 @@ name           metric                                                       inpu
 ``prism_mmd``  ``scenemetrics.PRISMMMD`` (anchors from ``anchors=`` file)   render, cameras.json         low
 =============  ===========================================================  ===========================  =====
 
-Which ``update`` a metric gets follows the callbacks' dispatch (specs/callbacks.md 1.3): a metric with
+Which ``update`` a metric gets follows the same dispatch as the training callbacks: a metric with
 ``set_references`` gets the unit's training views once and then ``update(render)``; a ``PRISMMMD`` gets
 ``update(source, render, pose)``; a ``PRISMDistance`` gets ``update(source, render, target, pose)``; anything else
 ``update(render, target)``. A registered ``arguments`` function overrides this.
@@ -305,7 +305,7 @@ def resolve_metrics(
     return entries, unavailable
 
 
-# ---- dispatch (specs/callbacks.md 1.3) ---------------------------------------------------------------------------
+# ---- dispatch (the same rule as the training callbacks) ---------------------------------------------------------
 
 
 def metric_kind(metric: Any) -> str:

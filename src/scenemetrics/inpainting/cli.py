@@ -13,7 +13,8 @@ __all__ = ["build_inpainter", "list_references", "register", "run"]
 
 INPAINTERS = ("lama", "opencv", "diffusers")
 REF_EXTENSIONS = (".png", ".jpg", ".jpeg")
-"""``--refs`` reads ``*.png|*.jpg|*.jpeg`` only (spec 7), not every extension the shared image reader knows."""
+"""``--refs`` reads every ``*.png|*.jpg|*.jpeg`` directly in DIR (sorted, not recursive), not every extension the shared
+image reader knows."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -21,8 +21,8 @@ _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 class DtypeError(TypeError, ValueError):
     """An array of the wrong dtype (e.g. float ``gt_ids``).
 
-    Both a ``TypeError`` (the Python convention, and the spec's error for a non-integer ``pred_index``) and a
-    ``ValueError`` (the spec's error for every other bad array argument, such as ``gt_ids`` "not 1-D integer").
+    Both a ``TypeError`` (the Python convention, and the documented error for a non-integer ``pred_index``) and a
+    ``ValueError`` (the documented error for every other bad array argument, such as ``gt_ids`` "not 1-D integer").
     """
 
 

@@ -174,7 +174,8 @@ def topn_frequency(
         :class:`TopNResult`. With no evaluated object the frequencies are NaN (``UserWarning``).
 
     Raises:
-        ValueError: bad shapes, non-finite values, index out of range, bad options (see the spec's list).
+        ValueError: bad shapes, non-finite values, index out of range, bad options (``top_n`` outside ``[1, M]``,
+            ``voxel_size`` not ``None``, ``0`` or a finite positive number, ``missing_threshold <= 0``).
         TypeError: non-integer index/ids or a wrong ``categories`` type.
     """
     from .segmentation import evaluate_segmentation  # it imports this module

@@ -73,7 +73,7 @@ WED_VARIANTS = ("corrected", "s23dr2024", "mnn", "nearest", "ap")
 
 
 def _nonneg(value: Any, arg: str) -> float:
-    # spec 5.1: a threshold that is not a finite number >= 0 is a ValueError, a missing one (None) included
+    # a threshold that is not a finite number >= 0 is a ValueError, a missing one (None) included
     if value is None:
         raise ValueError(f"{arg} is required (a number in the coordinates' unit; there is no default), got None.")
     try:
@@ -528,7 +528,7 @@ def _wed_s23dr2024(
     cv_del: float,
     ce: float,
 ) -> float:
-    """The S23DR-2024 challenge scorer, quirks included (spec 5.4, Q1-Q4)."""
+    """The S23DR-2024 challenge scorer (``hoho/wed.py`` of ``s23dr/hoho2025``), quirks Q1-Q4 included (see ``wed``)."""
     n_p, n_g = len(P), len(G)
     r, c = linear_sum_assignment(d) if n_p else (np.zeros(0, np.int64), np.zeros(0, np.int64))
     translation = np.sum(d[r, c])

@@ -263,7 +263,7 @@ def property_suite(
 ) -> PropertyTable:
     """Run the 17 property tests of the paper's Table 2 for one metric.
 
-    Tests (``x`` a GT house, ``s`` its diameter, ``u`` a random unit vector; see the spec for every detail):
+    Tests (``x`` a GT house, ``s`` its diameter, ``u`` a uniformly random unit vector):
 
     * ``monotonic_*``: ``x_0 = x`` and ``steps`` growing perturbations (add a wrong edge; split an edge at a
       displaced point; move a not-yet-moved vertex by ``U(0.1, 0.2) s``; re-attach an edge end to a new vertex
