@@ -73,7 +73,7 @@ def test_missing_references_and_bad_arguments(tmp_path):
         SceneMetricsMonitor(metric, logger=42)
     with pytest.raises(ValueError, match="`every_n_steps` must be an int >= 1"):
         SceneMetricsMonitor(metric, every_n_steps=0)
-    with pytest.raises(ValueError, match="`references` must be a tensor"):
+    with pytest.raises(TypeError, match="`references` must be a tensor"):
         SceneMetricsMonitor(metric, references="train/")
     with pytest.raises(TypeError, match="one-shot iterator"):
         SceneMetricsMonitor(metric, every_n_steps=1).evaluate(1, lambda v: v, views=iter([1]))

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,8 @@ __all__ = [
     "EvaluationResult",
     "MetricRunner",
     "UpdateFn",
+    "check_max_views",
+    "check_references_arg",
     "check_schedule",
     "evenly_spaced",
     "is_due",
@@ -91,6 +93,31 @@ def check_schedule(value: int | None, name: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"`{name}` must be an int >= 1 or None; received {value!r}")
+    return value
+
+
+def check_references_arg(references: Any, callable_form: str) -> Any:
+    """Validate a ``references=`` argument: ``None``, a tensor, a list of tensors or a callable ``callable_form``.
+
+    Raises:
+        TypeError: anything else (the message names ``references`` and the accepted forms).
+    """
+    if references is not None and not (
+        isinstance(references, Tensor)
+        or callable(references)
+        or (isinstance(references, Sequence) and not isinstance(references, (str, bytes)))
+    ):
+        raise TypeError(
+            f"`references` must be a tensor (N, 3, H, W), a list of (3, H, W) tensors or a callable {callable_form}; "
+            f"received {type(references).__name__}"
+        )
+    return references
+
+
+def check_max_views(value: int | None, name: str = "max_reference_views") -> int | None:
+    """An int >= 1 or ``None`` (``ValueError`` naming ``name`` otherwise)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise ValueError(f"`{name}` must be an int >= 1 or None; received {value!r}")
     return value
 

@@ -26,6 +26,8 @@ from scenemetrics.callbacks.evaluation import (
     EvaluationResult,
     MetricRunner,
     UpdateFn,
+    check_max_views,
+    check_references_arg,
     check_schedule,
     is_due,
     shard_indices,
@@ -149,21 +151,8 @@ class SceneMetricsCallback(Callback):
                     f"`eval_views` must be an iterable of views or a callable; received {type(eval_views).__name__}"
                 )
         self.eval_views = eval_views
-        if references is not None and not (
-            isinstance(references, Tensor)
-            or callable(references)
-            or (isinstance(references, Sequence) and not isinstance(references, (str, bytes)))
-        ):
-            raise TypeError(
-                "`references` must be a tensor (N, 3, H, W), a list of (3, H, W) tensors or a callable "
-                f"(trainer, pl_module) -> references; received {type(references).__name__}"
-            )
-        self.references = references
-        if max_reference_views is not None and (
-            isinstance(max_reference_views, bool) or not isinstance(max_reference_views, int) or max_reference_views < 1
-        ):
-            raise ValueError(f"`max_reference_views` must be an int >= 1 or None; received {max_reference_views!r}")
-        self.max_reference_views = max_reference_views
+        self.references = check_references_arg(references, "(trainer, pl_module) -> references")
+        self.max_reference_views = check_max_views(max_reference_views)
         if render_fn is not None and not callable(render_fn):
             raise ValueError(f"`render_fn` must be callable; received {type(render_fn).__name__}")
         self.render_fn = render_fn

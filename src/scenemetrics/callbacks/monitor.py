@@ -29,6 +29,8 @@ from scenemetrics.callbacks.evaluation import (
     EvaluationResult,
     MetricRunner,
     UpdateFn,
+    check_max_views,
+    check_references_arg,
     check_schedule,
     is_due,
     shard_indices,
@@ -68,6 +70,7 @@ class SceneMetricsMonitor:
 
     Raises:
         ValueError: invalid arguments (named in the message).
+        TypeError: ``references`` or ``logger`` of an unsupported type.
 
     Example:
         >>> import torch, torchmetrics
@@ -112,21 +115,8 @@ class SceneMetricsMonitor:
         if every is None:
             raise ValueError("`every_n_steps` must be an int >= 1; received None")
         self.every_n_steps = every
-        if references is not None and not (
-            isinstance(references, Tensor)
-            or callable(references)
-            or (isinstance(references, Sequence) and not isinstance(references, (str, bytes)))
-        ):
-            raise ValueError(
-                "`references` must be a tensor (N, 3, H, W), a list of (3, H, W) tensors or a callable; received "
-                f"{type(references).__name__}"
-            )
-        self.references = references
-        if max_reference_views is not None and (
-            isinstance(max_reference_views, bool) or not isinstance(max_reference_views, int) or max_reference_views < 1
-        ):
-            raise ValueError(f"`max_reference_views` must be an int >= 1 or None; received {max_reference_views!r}")
-        self.max_reference_views = max_reference_views
+        self.references = check_references_arg(references, "() -> references")
+        self.max_reference_views = check_max_views(max_reference_views)
         if logger is not None:
             logger_kind(logger)  # a TypeError now, naming the type, rather than at the first log
         self.logger = logger
