@@ -229,6 +229,7 @@ def test_a_harmful_inpainter_is_never_accepted(planted, local_stats):
 
 
 # ------------------------------------------------------------------------------------------------ scale-free rule
+@pytest.mark.slow
 @pytest.mark.parametrize(("backbone", "seed"), [("squeezenet1_1", 2), ("alexnet", 0)])
 def test_an_oracle_fill_is_accepted_whatever_the_map_range(backbone, seed, planted, squeeze_weights, alex_weights):
     # Random-weight maps at the default layers span only a few hundredths (AlexNet: std ~0.003), far less than the
