@@ -107,7 +107,10 @@ def head_discriminability(
     index, features = read_feature_cache(cache_dir)
     chosen = [a for a in index["anchors"] if split is None or a["split"] == split]
     if not chosen:
-        raise ValueError(f"the feature cache {os.fspath(cache_dir)!r} has no anchors in split {split!r}")
+        raise ValueError(
+            f"the feature cache {os.fspath(cache_dir)!r} has no anchors in split {split!r}; choose another split "
+            "(--split train|val|test|all)"
+        )
     groups: dict[str, list[tuple[int, int]]] = {"positives": [], "negatives": [], "misaligned": []}
     for a in chosen:
         groups["positives"] += [(a["gt"], r) for r in a["positives"]]
