@@ -33,7 +33,7 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 from torchmetrics.utilities.distributed import gather_all_tensors
 
-from scenemetrics.prism.features import Zero123Features, attach_frozen, prism_distance, prism_embed
+from scenemetrics.prism.features import Zero123Features, attach_frozen, embed_features, prism_distance, prism_embed
 from scenemetrics.prism.mmd import check_bandwidth, check_chunk_size, mmd_rbf_with_bandwidth, read_anchors
 from scenemetrics.prism.mmd import save_anchors as _save_anchors_file
 
@@ -258,8 +258,10 @@ class PRISMMMD(_FrozenHelpers):
             RuntimeError: the metric has no extractor.
         """
         extractor = self._require_extractor("update")
+        # checked here with the argument's own name (`pred`) in any error
+        src, prd, pose_b = extractor.check_inputs(source, pred, pose, target_name="pred")
         with torch.no_grad():
-            emb = prism_embed(extractor, self.__dict__["head"], source, pred, pose)
+            emb = embed_features(extractor.forward_checked(src, prd, pose_b), self.__dict__["head"])
         if emb.shape[0]:
             self.embeddings.append(self._check_embeddings(emb, "embeddings"))
 
