@@ -118,6 +118,18 @@ def _timed(fn) -> tuple[float, float, torch.Tensor]:
     return time.perf_counter() - w0, time.process_time() - c0, out
 
 
+def _peak_rss_mb() -> float:
+    """This process's peak RSS: ``VmHWM`` (reset by exec, unlike ``ru_maxrss``, which on Linux keeps the parent's
+    high-water mark across fork + exec and so would report the benchmark's own peak), else ``ru_maxrss``."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _child_rss(args: argparse.Namespace, name: str) -> float | None:
     cmd = [
         sys.executable,
@@ -307,8 +319,7 @@ def main(argv: list[str] | None = None) -> None:
             else:
                 impls = _implementations(weights, refs, test, only=args.child, batch_size=args.batch_size)
                 impls[args.child][1]()
-            rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            print(json.dumps({"peak_rss_mb": rss_kb / 1024}))
+            print(json.dumps({"peak_rss_mb": _peak_rss_mb()}))
             return
         report: dict = {"torch": torch.__version__, "cpu_model": _cpu_model(), "cpu_count": os.cpu_count()}
         decision = _search.bf16_decision()
