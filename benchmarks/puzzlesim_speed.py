@@ -119,6 +119,18 @@ def _timed(fn) -> tuple[float, float, torch.Tensor]:
     return time.perf_counter() - w0, time.process_time() - c0, out
 
 
+def _peak_rss_mb() -> float:
+    """This process's peak RSS: ``VmHWM`` (reset by exec, unlike ``ru_maxrss``, which on Linux keeps the parent's
+    high-water mark across fork + exec and so would report the benchmark's own peak), else ``ru_maxrss``."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _child_rss(args: argparse.Namespace, name: str) -> float | None:
     cmd = [
         sys.executable,
@@ -231,6 +243,47 @@ def _scaling(args: argparse.Namespace, tmp: Path) -> list[dict]:
     return rows
 
 
+def _soft(args: argparse.Namespace, tmp: Path) -> dict:
+    """CPU time (one thread) of the soft loss forward and backward vs the hard map, same memory and image."""
+    from scenemetrics.losses import SoftPuzzleSimLoss
+
+    weights = Path(args.weights) if args.weights else random_checkpoint("squeezenet1_1", tmp / "soft.pth")
+    torch.set_num_threads(1)
+    scene = make_scene(num_train=args.soft_refs, num_novel=1, size=tuple(args.soft_size), seed=args.seed)
+    refs, test = torch.stack(scene.train_views), scene.novel_views[0].unsqueeze(0)
+    memory = PuzzleSimMemory(refs, weights_path=weights, batch_size=args.batch_size)
+    loss_fn = SoftPuzzleSimLoss(memory, weights_path=weights)
+    memory.similarity_map(test)  # warm-up: builds the search index
+
+    def hard() -> None:
+        memory.similarity_map(test)
+
+    def hard_grad() -> None:
+        x = test.clone().requires_grad_(True)
+        memory.similarity_map(x).mean().backward()
+
+    def soft_forward() -> torch.Tensor:
+        x = test.clone().requires_grad_(True)
+        return loss_fn(x)
+
+    out = {"references": args.soft_refs, "size": list(args.soft_size), "temperature": loss_fn.temperature}
+    timed = (("hard_map_s", hard), ("hard_map_forward_backward_s", hard_grad), ("soft_forward_s", soft_forward))
+    for name, fn in timed:
+        out[name] = statistics.median(_timed(fn)[1] for _ in range(args.scaling_repeats))
+    backward = []
+    for _ in range(args.scaling_repeats):
+        loss = soft_forward()
+        c0 = time.process_time()
+        loss.backward()
+        backward.append(time.process_time() - c0)
+    out["soft_backward_s"] = statistics.median(backward)
+    out["soft_forward_over_hard_map"] = out["soft_forward_s"] / out["hard_map_s"]
+    out["soft_backward_over_hard_map"] = out["soft_backward_s"] / out["hard_map_s"]
+    out["soft_forward_over_hard_forward_backward"] = out["soft_forward_s"] / out["hard_map_forward_backward_s"]
+    out["soft_backward_over_hard_forward_backward"] = out["soft_backward_s"] / out["hard_map_forward_backward_s"]
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--refs", type=int, default=34)
@@ -248,6 +301,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--scaling-size", type=int, nargs=2, default=(208, 314), metavar=("H", "W"))
     p.add_argument("--scaling-size-refs", type=int, default=16, help="references of the resolution sweep")
     p.add_argument("--scaling-repeats", type=int, default=1)
+    p.add_argument("--soft", action="store_true", help="also time the soft loss forward/backward vs the hard map")
+    p.add_argument("--soft-refs", type=int, default=8)
+    p.add_argument("--soft-size", type=int, nargs=2, default=(208, 314), metavar=("H", "W"))
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
@@ -264,8 +320,7 @@ def main(argv: list[str] | None = None) -> None:
             else:
                 impls = _implementations(weights, refs, test, only=args.child, batch_size=args.batch_size)
                 impls[args.child][1]()
-            rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            print(json.dumps({"peak_rss_mb": rss_kb / 1024}))
+            print(json.dumps({"peak_rss_mb": _peak_rss_mb()}))
             return
         report: dict = {"torch": torch.__version__, "cpu_model": _cpu_model(), "cpu_count": os.cpu_count()}
         decision = _search.bf16_decision()
@@ -312,6 +367,8 @@ def main(argv: list[str] | None = None) -> None:
             print("| refs | size | layer-2 vectors | ours s | exhaustive s | ratio | max diff |", file=sys.stderr)
             print("|---|---|---|---|---|---|---|", file=sys.stderr)
             report["scaling_cpu_one_thread"] = _scaling(args, tmp)
+        if args.soft:
+            report["soft_loss_cpu_one_thread"] = _soft(args, tmp)
         print(json.dumps(report, indent=2))
 
 

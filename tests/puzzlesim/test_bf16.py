@@ -180,7 +180,8 @@ def test_first_map_does_not_time_large_gemms(fresh, monkeypatch, squeeze_ckpt):
     """The decision runs inside the first search; on a CPU without bf16 instructions it costs no probe at all."""
     calls, _ = fresh
     use_caps(monkeypatch, X86_PLAIN)
-    memory = PuzzleSimMemory(smooth_images(2, 48, 48, seed=1), weights_path=squeeze_ckpt)
+    memory = PuzzleSimMemory(smooth_images(6, 128, 128, seed=1), weights_path=squeeze_ckpt)
+    assert memory.features(2).shape[0] >= 4 * S.BLOCK  # large enough for a pruned search
     used = []
     real = S.screened_max
     monkeypatch.setattr(S, "screened_max", lambda *a, **k: used.append(1) or real(*a, **k))

@@ -131,6 +131,9 @@ def test_zero_queries_and_zero_references():
 
 
 def test_search_method_policy(monkeypatch):
+    import scenemetrics.puzzlesim.triton_search as T
+
+    monkeypatch.setattr(T, "triton_available", lambda device=None: False)  # CUDA without Triton: plain
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
     big, small = 4 * S.BLOCK, 4 * S.BLOCK - 1
     for enabled in (False, True):

@@ -86,7 +86,8 @@ def test_resize_against_the_naive_reference(squeeze_ckpt, resize, size):
 
 
 def test_auto_screening_policy(squeeze_ckpt, monkeypatch):
-    """ "auto" screens only on CPU, float32, exact search, without gradients, and when the probe enables it."""
+    """ "auto" screens only on CPU, float32, exact search, without gradients, when the bf16 decision enables it, and
+    for banks of at least 4 blocks (1024 vectors; smaller ones are searched exhaustively)."""
     calls = []
     real = S.screened_max
 
@@ -95,9 +96,10 @@ def test_auto_screening_policy(squeeze_ckpt, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(S, "screened_max", counting)
-    memory = PuzzleSimMemory(REFS, weights_path=squeeze_ckpt)
+    memory = PuzzleSimMemory(smooth_images(6, 128, 128, seed=144), weights_path=squeeze_ckpt)
+    assert memory.features(2).shape[0] >= 4 * S.BLOCK
     image = smooth_images(1, 40, 40, seed=145)
-    feats, refs = torch.rand(8, 3, 3), torch.rand(2, 8, 3, 3)
+    feats, refs = torch.rand(8, 3, 3), torch.rand(2, 8, 24, 24)
 
     def used(fn) -> bool:
         calls.clear()
@@ -106,6 +108,7 @@ def test_auto_screening_policy(squeeze_ckpt, monkeypatch):
 
     for enabled in (False, True):
         monkeypatch.setattr(S, "bf16_decision", lambda mode=None, enabled=enabled: {"enabled": enabled})
+        assert not used(lambda: best_match_similarity(feats, refs[:, :, :10]))  # 200 vectors: always exhaustive
         assert used(lambda: memory.similarity_map(image)) is enabled
         assert used(lambda: best_match_similarity(feats, refs)) is enabled
         assert used(lambda: memory.similarity_map(image, screening="on")) is True

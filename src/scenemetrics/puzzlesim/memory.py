@@ -120,7 +120,9 @@ class PuzzleSimMemory:
 
     Memory cost: ``4 * K_l * C_l`` bytes per layer in float32. Example: 34 references of 416x628 with squeezenet
     layers 2-4 need about 138 MB (layer 2: 135 252 x 256) + 2 x 51 MB (layers 3, 4: 33 150 x 384), plus about 69 MB
-    for the bf16 screening copy of layer 2 once a CPU search uses it.
+    for the bf16 screening copy of layer 2 once a CPU search uses it (or about 18 MB for the projection-bound index of
+    the default CPU search). The vectors are written in place while embedding (no concatenated copies), so peak
+    memory while embedding is the bank plus ``batch_size`` images' activations: lower ``batch_size`` to save memory.
 
     Args:
         references: ``(N, 3, h, w)`` tensor, or a sequence of ``(3, h, w)`` / ``(n, 3, h, w)`` tensors whose sizes
