@@ -169,7 +169,7 @@ def test_default_squeezenet_guarantees_with_a_memory_bank(planted, squeeze_weigh
 # ------------------------------------------------------------------------------------------------ the rules
 @pytest.mark.parametrize("alpha", [0.25, 2.0])
 def test_rounds_follow_eq7_refinement_and_fallback(alpha, planted, local_stats, naive):
-    refs, image, _, _ = planted(5)  # a case whose rounds go initial -> fallback -> refine (accepted) -> refine
+    refs, image, _, _ = planted(7)  # a case whose rounds visit initial, fallback and refine, with a refine accepted
     rec = Recorder()
     result = puzzle_inpaint(image, refs, rec, backbone=local_stats, **CUSTOM, alpha=alpha, progress=False)
     assert len(rec.rounds) == len(result.history) >= 2
