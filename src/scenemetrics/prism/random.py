@@ -115,7 +115,7 @@ def random_components(size: str = "tiny", *, seed: int = 0, device: str | torch.
     """Random-weight Zero123 components: ``unet``, ``vae``, ``image_encoder``, ``projection`` and ``scheduler``.
 
     Args:
-        size: ``"tiny"`` (a configuration that runs in seconds on a CPU, 208-d features) or ``"full"`` (Zero123-XL's configuration,
+        size: ``"tiny"`` (runs in seconds on a CPU, 208-d features) or ``"full"`` (Zero123-XL's configuration,
             8320-d features; the U-Net, VAE and projection are materialised from the meta device with N(0, 0.02)
             weights, much faster than their default initialisation).
         seed: seeds the weights.
