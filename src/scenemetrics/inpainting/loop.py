@@ -224,7 +224,7 @@ def _check_layer_weights(layer_weights: Sequence[float] | None, layers: tuple) -
 
 
 class _ModuleScorer:
-    """PuzzleSim maps with a user feature extractor (spec 2.1): references embedded once, Eq. 1 per layer, Eq. 3."""
+    """PuzzleSim maps with a user feature extractor: references embedded once, Eq. 1 per layer, Eq. 3."""
 
     def __init__(
         self,
@@ -237,7 +237,7 @@ class _ModuleScorer:
         if isinstance(layers, (str, bytes)) or not isinstance(layers, Sequence) or len(layers) == 0:
             raise ValueError(f"`layers` must be a non-empty sequence of layer keys; received {layers!r}")
         self.module = module
-        self.given_layers = layers  # spec 2.1: the module receives `layers` as the caller gave them
+        self.given_layers = layers  # the module receives `layers` exactly as the caller gave them
         self.layers = tuple(layers)
         self.weights = _check_layer_weights(layer_weights, self.layers)
         refs = check_image_list(references, "references")

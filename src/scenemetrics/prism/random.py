@@ -69,7 +69,7 @@ _SCHEDULER = {
 }
 
 _CONFIGS: dict[str, dict[str, dict[str, Any]]] = {
-    # the tiny configuration of specs/prism.md 12.1: seconds on a CPU
+    # a tiny configuration: a forward pass takes seconds on a CPU
     "tiny": {
         "unet": {
             "block_out_channels": (8, 16, 32, 32),
@@ -115,7 +115,7 @@ def random_components(size: str = "tiny", *, seed: int = 0, device: str | torch.
     """Random-weight Zero123 components: ``unet``, ``vae``, ``image_encoder``, ``projection`` and ``scheduler``.
 
     Args:
-        size: ``"tiny"`` (spec 12.1 configuration, 208-d features) or ``"full"`` (Zero123-XL's configuration,
+        size: ``"tiny"`` (runs in seconds on a CPU, 208-d features) or ``"full"`` (Zero123-XL's configuration,
             8320-d features; the U-Net, VAE and projection are materialised from the meta device with N(0, 0.02)
             weights, much faster than their default initialisation).
         seed: seeds the weights.

@@ -1,4 +1,4 @@
-"""Approximate PuzzleSim search with faiss (spec 6.6; optional extra ``[faiss]``).
+"""Approximate PuzzleSim search with faiss (optional extra ``[faiss]``; the exact search is the default).
 
 Each returned value is a true similarity of some reference vector, so the approximate map never exceeds the exact
 map (beyond float rounding). Never the default; no gradients; not combined with screening.

@@ -354,7 +354,7 @@ def soft_best_match_similarity(
     *,
     chunk_size: int | None = None,
 ) -> Tensor:
-    """The soft relaxation of :func:`best_match_similarity` (spec sec. 5), differentiable w.r.t. ``features``.
+    """The soft relaxation of :func:`best_match_similarity` (a Gibbs mean), differentiable w.r.t. ``features``.
 
     Per test position, the max over reference vectors is replaced by the Gibbs mean
     ``soft = sum_k pi_k s_k`` with ``pi = softmax(s / T)``. It never exceeds the hard max, is non-increasing in
