@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -46,3 +47,25 @@ def lazy_exports(
         return sorted(set(vars(sys.modules[package])) | set(public))
 
     return public, getattr_, dir_
+
+
+class _NamesOverSubmodules(types.ModuleType):
+    """A package module type whose public names win over same-named submodules.
+
+    The import system binds every imported submodule as an attribute of its package, which would replace, e.g., the
+    function ``set_ranking`` by the submodule ``set_ranking.py`` as soon as anything imports that submodule.
+    """
+
+    _public_names: frozenset[str] = frozenset()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in type(self)._public_names and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+def keep_names_over_submodules(package: str, names: Iterable[str]) -> None:
+    """Keep ``package``'s public ``names`` bound to the objects ``__getattr__`` gives, even when a submodule of the
+    same name is imported (``scenemetrics.openlex3d.set_ranking``, ``scenemetrics.agreement.corrupt``)."""
+    module_type = type(f"{package}.<package>", (_NamesOverSubmodules,), {"_public_names": frozenset(names)})
+    sys.modules[package].__class__ = module_type

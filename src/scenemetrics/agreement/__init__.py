@@ -17,11 +17,7 @@ Example:
 
 from __future__ import annotations
 
-import sys
-import types
-from typing import Any
-
-from scenemetrics._lazy import lazy_exports
+from scenemetrics._lazy import keep_names_over_submodules, lazy_exports
 
 _EXPORTS = {
     "stats": (
@@ -65,17 +61,4 @@ _all, __getattr__, __dir__ = lazy_exports(__name__, _WHERE, _SUBMODULES)
 __all__ = _all
 
 
-class _Package(types.ModuleType):
-    """This package's module type: keeps the public function ``corrupt`` bound to that name.
-
-    The import system binds every imported submodule as an attribute of its package, which would replace the
-    function ``corrupt`` by the submodule ``corrupt.py`` as soon as anything imports that submodule.
-    """
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _WHERE and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
+keep_names_over_submodules(__name__, _WHERE)  # the function ``corrupt`` wins over the module ``corrupt.py``
