@@ -205,8 +205,9 @@ def combine_layer_maps(
 
     Example:
         >>> maps = {2: torch.ones(1, 2, 2), 3: torch.zeros(1, 1, 1)}
-        >>> combine_layer_maps(maps, (2, 3), (0.75, 0.25), torch.Size([1, 3, 4, 4]), torch.device("cpu")).unique()
-        tensor([0.7500])
+        >>> out = combine_layer_maps(maps, (2, 3), (0.75, 0.25), torch.Size([1, 3, 4, 4]), torch.device("cpu"))
+        >>> out.shape, bool(torch.allclose(out, torch.full_like(out, 0.75)))
+        (torch.Size([1, 4, 4]), True)
     """
     b, _, h, w = shape
     if b == 0:
