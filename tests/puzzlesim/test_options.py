@@ -3,9 +3,7 @@ on a custom ``nn.Module`` feature extractor."""
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-from pathlib import Path
 
 import pytest
 import torch
@@ -178,22 +176,3 @@ def test_module_backbone_errors():
         PuzzleSimMemory(REFS, backbone=Bad(), layers=("a",))
     with pytest.raises(ValueError, match=r"no feature map for layer 'c'"):
         PuzzleSimMemory(REFS, backbone=Pooled(), layers=("a", "c"))
-
-
-# layering --------------------------------------------------------------------------------------------------------
-SRC = Path(__file__).resolve().parents[2] / "src" / "scenemetrics"
-
-
-@pytest.mark.parametrize("path", [*sorted((SRC / "puzzlesim").glob("*.py")), SRC / "inpainting" / "loop.py"])
-def test_no_private_names_from_other_modules(path):
-    """PuzzleSim's modules and the inpainting loop import no underscore name of another module."""
-    tree = ast.parse(path.read_text())
-    bad = [
-        f"{node.module}.{alias.name}"
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("scenemetrics")
-        if node.module != "scenemetrics._lazy"  # the package's shared lazy-export helper, meant for every subpackage
-        for alias in node.names
-        if alias.name.startswith("_") or any(part.startswith("_") for part in node.module.split("."))
-    ]
-    assert bad == [], f"{path.name} imports private names {bad}"
