@@ -21,9 +21,8 @@ obtain; the choices below are ours (docs/inpainting.md lists them and why):
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,8 +30,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from scenemetrics.image import check_image_list, check_images
+from scenemetrics.checks import check_int, check_positive
+from scenemetrics.image import check_images
 from scenemetrics.inpainting.inpainters import Inpainter, check_max_batch
+from scenemetrics.puzzlesim.functional import memory_similarity_map
+from scenemetrics.puzzlesim.memory import PuzzleSimMemory
+from scenemetrics.puzzlesim.options import DEFAULT_LAYER_WEIGHTS, DEFAULT_LAYERS, PuzzleSimOptions
 
 __all__ = [
     "FLAT_TOLERANCE",
@@ -47,9 +50,6 @@ __all__ = [
 FLAT_TOLERANCE = 1e-5
 """A map with ``mean - min <= FLAT_TOLERANCE`` is flat: nothing to select (float32 noise on an image identical to a
 reference gives ``mean - min`` of about 2-4e-7)."""
-
-DEFAULT_LAYERS = (2, 3, 4)
-DEFAULT_LAYER_WEIGHTS = (0.67, 0.2, 0.13)
 
 Scorer = Callable[[Tensor], Tensor]
 
@@ -207,150 +207,37 @@ def candidate_masks(quality_map: Tensor, thresholds: Sequence[float], dilation: 
 
 
 # ------------------------------------------------------------------------------------------------ quality maps
-def _check_layer_weights(layer_weights: Sequence[float] | None, layers: tuple) -> tuple[float, ...]:
-    if layer_weights is None:
-        return tuple(1.0 / len(layers) for _ in layers)
-    if isinstance(layer_weights, (str, bytes)) or not isinstance(layer_weights, Sequence):
-        raise ValueError(f"`layer_weights` must be a sequence of floats or None; received {layer_weights!r}")
-    if len(layer_weights) != len(layers):
-        raise ValueError(
-            f"`layer_weights` must have one weight per layer ({len(layers)} for layers {layers}); received "
-            f"{len(layer_weights)}: {tuple(layer_weights)!r}"
-        )
-    values = tuple(float(v) for v in layer_weights)
-    if not all(math.isfinite(v) and v >= 0 for v in values):
-        raise ValueError(f"`layer_weights` must be finite and non-negative; received {tuple(layer_weights)!r}")
-    return values
-
-
-class _ModuleScorer:
-    """PuzzleSim maps with a user feature extractor: references embedded once, Eq. 1 per layer, Eq. 3."""
-
-    def __init__(
-        self,
-        module: nn.Module,
-        references: Tensor | Sequence[Tensor],
-        layers: Sequence[int],
-        layer_weights: Sequence[float] | None,
-        device: torch.device,
-    ) -> None:
-        if isinstance(layers, (str, bytes)) or not isinstance(layers, Sequence) or len(layers) == 0:
-            raise ValueError(f"`layers` must be a non-empty sequence of layer keys; received {layers!r}")
-        self.module = module
-        self.given_layers = layers  # the module receives `layers` exactly as the caller gave them
-        self.layers = tuple(layers)
-        self.weights = _check_layer_weights(layer_weights, self.layers)
-        refs = check_image_list(references, "references")
-        if not refs:
-            raise ValueError("`references` must hold at least one reference image; received none")
-        rows: dict[Any, list[Tensor]] = {layer: [] for layer in self.layers}
-        for i, ref in enumerate(refs):  # one pass per reference tensor: mixed sizes are not batched together
-            feats = self._features(ref.to(device), f"references[{i}]")
-            for layer in self.layers:
-                f = feats[layer]
-                rows[layer].append(f.permute(0, 2, 3, 1).reshape(-1, f.shape[1]))
-        self.rows: dict[Any, Tensor] = {}
-        for layer in self.layers:
-            channels = {r.shape[1] for r in rows[layer]}
-            if len(channels) != 1:
-                raise ValueError(
-                    f"the backbone module returned {sorted(channels)} channels for layer {layer!r} on different "
-                    "references; a layer must always have the same number of channels"
-                )
-            self.rows[layer] = torch.cat(rows[layer]).contiguous()
-
-    def _features(self, x: Tensor, what: str) -> dict:
-        out = self.module(x, self.given_layers)
-        if not isinstance(out, Mapping):
-            raise ValueError(
-                f"the `backbone` module must return a dict layer -> (B, C, h, w) feature map; it returned "
-                f"{type(out).__name__} for {what}"
-            )
-        for layer in self.layers:
-            if layer not in out:
-                raise ValueError(
-                    f"the `backbone` module returned no feature map for layer {layer!r} of `layers`={self.layers} "
-                    f"(it returned keys {list(out)})"
-                )
-            f = out[layer]
-            if not isinstance(f, Tensor) or f.ndim != 4 or f.shape[0] != x.shape[0] or not f.is_floating_point():
-                got = (tuple(f.shape), f.dtype) if isinstance(f, Tensor) else type(f).__name__
-                raise ValueError(
-                    f"the `backbone` module's feature map for layer {layer!r} must be a float ({x.shape[0]}, C, h, w) "
-                    f"tensor for {what}; received {got}"
-                )
-        return dict(out)
-
-    def __call__(self, images: Tensor) -> Tensor:
-        from scenemetrics.puzzlesim import best_match_similarity
-
-        h, w = images.shape[-2:]
-        feats = self._features(images, "images")
-        total: Tensor | None = None
-        for layer, weight in zip(self.layers, self.weights, strict=True):
-            # screening would rebuild its index on every call here; plain search is exact and needs none
-            s = best_match_similarity(feats[layer].float(), self.rows[layer].float(), screening="off")
-            up = F.interpolate((s * weight).unsqueeze(1), size=(h, w), mode="bilinear", align_corners=True)
-            total = up if total is None else total + up
-        assert total is not None
-        return total[:, 0]
-
-
-def _build_scorer(
-    image: Tensor,
+def _quality_scorer(
+    x: Tensor,
     references: Any,
     backbone: str | nn.Module,
-    layers: Sequence[int],
+    layers: Sequence,
     layer_weights: Sequence[float] | None,
     weights_path: str | os.PathLike | None,
     progress: bool,
 ) -> Scorer:
-    from scenemetrics.puzzlesim import BACKBONES, PuzzleSimMemory
-
-    if isinstance(backbone, nn.Module):
-        if isinstance(references, PuzzleSimMemory):
-            raise ValueError(
-                "`references` is a PuzzleSimMemory (embedded with its own backbone) but `backbone` is an nn.Module; "
-                "pass the reference images as tensors to use a custom feature extractor"
-            )
-        return _ModuleScorer(backbone, references, layers, layer_weights, image.device)
-    if not isinstance(backbone, str):
-        raise ValueError(
-            f"`backbone` must be a backbone name ('squeezenet1_1', 'alexnet', 'vgg16') or a torch.nn.Module; "
-            f"received {type(backbone).__name__}"
-        )
+    """PuzzleSim maps of candidate batches against the references, embedded once into a memory (a given memory is
+    checked and reused)."""
     if isinstance(references, PuzzleSimMemory):
         # resize and precision are no options of the loop: the memory's own values apply
-        references.check_compatible(
-            backbone=backbone,
-            layers=layers,
-            weights_path=weights_path,
-            resize=references.resize,
-            precision=references.precision,
-        )
-        memory = references
+        resize, precision = references.resize, references.precision
     else:
-        memory = PuzzleSimMemory(
-            references,
-            backbone=backbone,
-            layers=layers,
-            weights_path=weights_path,
-            device=image.device,
-            progress=progress,
-        )
-    layers = tuple(layers)
-    weights = layer_weights if layer_weights is None else tuple(layer_weights)
-    if memory.resize is None:
-        need = BACKBONES[memory.backbone].min_sides[max(layers)]
-        check_images(
-            image,
-            "image",
-            min_size=need,
-            min_size_reason=f" for backbone {memory.backbone!r} up to layer {max(layers)}",
-        )
+        resize, precision = None, "float32"
+    options = PuzzleSimOptions(
+        backbone=backbone,
+        layers=layers,
+        layer_weights=layer_weights,
+        weights_path=weights_path,
+        resize=resize,
+        precision=precision,
+        # a custom extractor's maps use the exhaustive search, as they always have (the result is exact either way)
+        screening="off" if isinstance(backbone, nn.Module) else "auto",
+    )
+    memory = PuzzleSimMemory.adopt_or_build(references, options, device=x.device, progress=progress)
+    memory.check_test_images(x, layers=options.layers, name="image")
 
     def score(batch: Tensor) -> Tensor:
-        return memory.similarity_map(batch, layers=layers, layer_weights=weights)
+        return memory_similarity_map(memory, batch, options)
 
     return score
 
@@ -378,22 +265,6 @@ def _inpaint_batch(inpainter: Inpainter, cur: Tensor, masks: Tensor, max_batch: 
             )
         parts.append(check_images(out, "inpainter output").to(cur.device).clamp_(0, 1))
     return torch.cat(parts)
-
-
-def _check_int(value: Any, name: str, minimum: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"`{name}` must be an int >= {minimum}; received {value!r}")
-    return value
-
-
-def _check_float(value: Any, name: str, *, positive: bool) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        v = math.nan
-    if isinstance(value, bool) or not math.isfinite(v) or (v <= 0 if positive else v < 0):
-        raise ValueError(f"`{name}` must be a finite number {'> 0' if positive else '>= 0'}; received {value!r}")
-    return v
 
 
 def puzzle_inpaint(
@@ -486,13 +357,13 @@ def puzzle_inpaint(
         raise TypeError(
             f"`inpainter` must be callable as inpainter(image, mask) -> image; received {type(inpainter).__name__}"
         )
-    n_candidates = _check_int(n_candidates, "n_candidates", 2)
-    refine_candidates = _check_int(refine_candidates, "refine_candidates", 2)
-    max_iters = _check_int(max_iters, "max_iters", 1)
-    mask_dilation = _check_int(mask_dilation, "mask_dilation", 0)
-    batch_size = _check_int(batch_size, "batch_size", 1)
-    alpha = _check_float(alpha, "alpha", positive=True)
-    size_penalty = _check_float(size_penalty, "size_penalty", positive=False)
+    n_candidates = check_int(n_candidates, "n_candidates", low=2)
+    refine_candidates = check_int(refine_candidates, "refine_candidates", low=2)
+    max_iters = check_int(max_iters, "max_iters", low=1)
+    mask_dilation = check_int(mask_dilation, "mask_dilation", low=0)
+    batch_size = check_int(batch_size, "batch_size", low=1)
+    alpha = check_positive(alpha, "alpha")
+    size_penalty = check_positive(size_penalty, "size_penalty", allow_zero=True)
     max_batch = check_max_batch(getattr(inpainter, "max_batch", None), "inpainter.max_batch")
 
     was_training = backbone.training if isinstance(backbone, nn.Module) else None
@@ -500,7 +371,7 @@ def puzzle_inpaint(
         backbone.eval()
     try:
         with torch.no_grad():
-            scorer = _build_scorer(x, references, backbone, layers, layer_weights, weights_path, progress)
+            scorer = _quality_scorer(x, references, backbone, layers, layer_weights, weights_path, progress)
             result = _run(
                 x,
                 scorer,

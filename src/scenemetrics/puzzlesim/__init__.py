@@ -23,12 +23,14 @@ _EXPORTS = {
     "puzzle_similarity": "functional",
     "puzzle_similarity_map": "functional",
     "soft_best_match_similarity": "functional",
-    "DEFAULT_LAYERS": "memory",
-    "DEFAULT_LAYER_WEIGHTS": "memory",
+    "DEFAULT_LAYERS": "options",
+    "DEFAULT_LAYER_WEIGHTS": "options",
+    "PuzzleSimOptions": "options",
     "PuzzleSimMemory": "memory",
     "PuzzleSim": "metric",
+    "SoftPuzzleSimLoss": "loss",
 }
-_SUBMODULES = ("backbone", "functional", "memory", "metric", "search", "approximate", "cli")
+_SUBMODULES = ("backbone", "options", "functional", "memory", "metric", "loss", "search", "approximate", "cli")
 
 _all, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _SUBMODULES)
 __all__ = [name for name in _all if name in _EXPORTS]

@@ -4,6 +4,12 @@ Every position of a test image's CNN feature map is compared with every feature 
 of the same layer; the best cosine similarity is its score ("can this puzzle piece be found anywhere in the
 references?"). Low values mark artifacts. No aligned ground truth is needed.
 
+This module holds the math: the Eq. 1 search and its dispatch (plain, bf16-screened, projection-bound, fused Triton,
+faiss, and the gradient path through the argmax) on features and a
+:class:`~scenemetrics.puzzlesim.PuzzleSimMemory`, and the layer combination (Eq. 3). The memory only stores vectors
+and the caches derived from them; the metric, the soft loss and the inpainting loop score through the functions
+here.
+
 Numerics (float32, CPU): within 1e-4 of the authors' ``puzzle-sim`` 1.0.1 (observed ~5e-7); screened and plain
 search agree to 1e-6, as do different ``chunk_size``; repeated calls are bitwise equal on CPU. CPU vs CUDA
 float32: 1e-3 (cuDNN convolutions); CUDA float16 / bfloat16 vs float32: 2e-3 / 1e-2.
@@ -13,72 +19,271 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
+from scenemetrics.checks import check_choice
 from scenemetrics.puzzlesim import search as _search
-from scenemetrics.puzzlesim.memory import (
+from scenemetrics.puzzlesim.options import (
     DEFAULT_LAYER_WEIGHTS,
     DEFAULT_LAYERS,
     SCREENING,
     Precision,
-    PuzzleSimMemory,
+    PuzzleSimOptions,
     Screening,
     Search,
-    check_choice,
     check_chunk_size,
-    search_method,
 )
 from scenemetrics.puzzlesim.triton_search import triton_max
+
+if TYPE_CHECKING:
+    from scenemetrics.puzzlesim.memory import PuzzleSimMemory
 
 __all__ = [
     "best_match_similarity",
     "check_temperature",
+    "combine_layer_maps",
+    "feature_layer_maps",
+    "memory_layer_maps",
+    "memory_similarity_map",
+    "memory_soft_similarity_map",
     "puzzle_similarity",
     "puzzle_similarity_map",
+    "search_method",
     "soft_best_match_similarity",
+    "unit_rows",
 ]
 
 
-def _memory_for(
-    images: Tensor,
-    references: Tensor | Sequence[Tensor] | PuzzleSimMemory,
+# ------------------------------------------------------------------------------------------------- Eq. 1 and 3
+def unit_rows(f: Tensor) -> Tensor:
+    """``(B, C, h, w)`` features -> ``(B*h*w, C)`` rows scaled to unit length (norm clamped at 1e-12).
+
+    Example:
+        >>> unit_rows(torch.tensor([[[[3.0]], [[4.0]]]]))
+        tensor([[0.6000, 0.8000]])
+    """
+    return F.normalize(f.permute(0, 2, 3, 1).reshape(-1, f.shape[1]), p=2, dim=1, eps=1e-12)
+
+
+def search_method(screening: str, device: torch.device, k: int, need_grad: bool, precision: str = "float32") -> str:
+    """Which exact search a call runs: ``"plain"``, ``"bf16"`` (bf16-screened), ``"bound"`` (projection bound) or
+    ``"triton"`` (fused GPU kernel).
+
+    ``"off"`` -> plain (the exhaustive reference); ``"on"`` -> bf16-screened (float32, no gradients). ``"auto"``:
+    on CUDA the fused Triton kernel when Triton is installed; on a CPU with float32 and at least 4 blocks of
+    reference vectors, bf16-screened where the bf16 decision enables it and no gradient is needed, otherwise the
+    projection-bound search (which also gives the argmax for gradients); plain elsewhere.
+
+    Example:
+        >>> search_method("off", torch.device("cpu"), 10_000, False)
+        'plain'
+    """
+    if screening == "off":
+        return "plain"
+    if device.type == "cuda" and screening == "auto":
+        from scenemetrics.puzzlesim.triton_search import triton_available
+
+        return "triton" if triton_available(device) else "plain"
+    if precision != "float32":
+        return "plain"
+    if screening == "on":
+        return "bf16"
+    if device.type != "cpu" or k < 4 * _search.BLOCK:
+        return "plain"
+    if not need_grad and bool(_search.bf16_decision()["enabled"]):
+        return "bf16"
+    return "bound"
+
+
+def _best_match(
+    q: Tensor,
+    r: Tensor,
+    method: str,
+    chunk: int,
+    need_grad: bool,
     *,
-    backbone: str,
-    layers: Sequence[int],
-    weights_path: str | os.PathLike | None,
-    resize: int | tuple[int, int] | None,
-    precision: Precision,
-    batch_size: int,
-    progress: bool,
-) -> PuzzleSimMemory:
-    if isinstance(references, PuzzleSimMemory):
-        references.check_compatible(
-            backbone=backbone, layers=layers, weights_path=weights_path, resize=resize, precision=precision
+    bound_index: Callable[[], _search.BoundIndex],
+    screen_index: Callable[[], _search.ScreenIndex],
+    faiss: Callable[[], Tensor] | None = None,
+) -> Tensor:
+    """Eq. 1 for unit rows ``q`` against unit rows ``r`` with the chosen search; the indices are built on demand.
+
+    With ``need_grad`` the argmax is found without gradients and the similarity recomputed from it, so autograd
+    never sees an ``M x K`` matrix (the sub-gradient of the max).
+    """
+    if need_grad:
+        with torch.no_grad():
+            if method == "bound":
+                index = bound_index()
+                r = index.vectors
+                _, idx = _search.bound_max(q.detach(), index, chunk, with_indices=True)
+            elif method == "triton":
+                _, idx = triton_max(q.detach().to(r.dtype), r.detach(), with_indices=True)
+            else:
+                _, idx = _search.plain_max(q.detach().to(r.dtype), r, chunk, with_indices=True)
+        return (q * r[idx].to(q.dtype)).sum(dim=1)
+    if method == "faiss":
+        assert faiss is not None
+        return faiss()
+    if method == "bf16":
+        return _search.screened_max(q, screen_index(), chunk)
+    if method == "bound":
+        return _search.bound_max(q, bound_index(), chunk)[0]
+    if method == "triton":
+        return triton_max(q.to(r.dtype), r)[0]
+    return _search.plain_max(q.to(r.dtype), r, chunk)[0]
+
+
+def feature_layer_maps(
+    memory: PuzzleSimMemory, features: dict[Any, Tensor], options: PuzzleSimOptions, need_grad: bool = False
+) -> dict[Any, Tensor]:
+    """Eq. 1 per layer: test features ``layer -> (B, C_l, h_l, w_l)`` against a memory -> ``layer -> (B, h_l, w_l)``.
+
+    The search follows ``options.screening`` / ``options.search`` (see :func:`puzzle_similarity_map`); indices the
+    search needs are built once and cached in the memory. ``need_grad``: differentiable w.r.t. ``features``.
+    """
+    out: dict[Any, Tensor] = {}
+    for layer in options.layers:
+        f = features[layer]
+        b, _, h, w = f.shape
+        q = unit_rows(f)
+        r = memory.vectors_on(layer, q.device)
+        chunk = options.chunk_size or _search.default_chunk_size(q.device)
+        if options.search == "faiss":
+            method = "faiss"
+        else:
+            method = search_method(options.screening, q.device, r.shape[0], need_grad, memory.precision)
+        vals = _best_match(
+            q,
+            r,
+            method,
+            chunk,
+            need_grad,
+            bound_index=lambda layer=layer, device=q.device: memory.bound_index(layer, device),
+            screen_index=lambda layer=layer, device=q.device: memory.screen_index(layer, device),
+            faiss=lambda layer=layer, q=q: _faiss_max(memory, layer, q, options.faiss_options),
         )
-        return references
+        out[layer] = vals.float().view(b, h, w)
+    return out
+
+
+def _faiss_max(memory: PuzzleSimMemory, layer: Any, q: Tensor, faiss_options: Any) -> Tensor:
+    from scenemetrics.puzzlesim.approximate import faiss_max
+
+    vals, index = faiss_max(q, memory.features(layer), faiss_options, memory.faiss_index(layer, faiss_options))
+    memory.keep_faiss_index(layer, faiss_options, index)
+    return vals
+
+
+def _layer_maps(memory: PuzzleSimMemory, x: Tensor, options: PuzzleSimOptions) -> dict[Any, Tensor]:
+    """Eq. 1 per layer for validated test images ``x`` (the backbone runs here, with autograd if ``x`` needs it)."""
+    layers = options.layers
+    missing = [layer for layer in layers if layer not in memory.layers]
+    if missing:
+        raise ValueError(f"`layers` {tuple(layers)} must be a subset of the memory's layers {tuple(memory.layers)}")
+    need_grad = x.requires_grad and torch.is_grad_enabled()
+    if options.screening == "on" and need_grad:
+        raise ValueError("`screening`='on' cannot be used when gradients are required (use 'auto' or 'off')")
+    if options.search == "faiss" and need_grad:
+        raise ValueError("`search`='faiss' gives no gradients; use search='exact' for differentiable maps")
+    if options.screening == "on" and memory.precision != "float32":
+        raise ValueError(f"`screening`='on' needs precision 'float32'; the memory uses {memory.precision!r}")
+    with torch.enable_grad() if need_grad else torch.no_grad():
+        feats = memory.test_features(x, layers)
+    return feature_layer_maps(memory, feats, options, need_grad)
+
+
+def combine_layer_maps(
+    maps: dict[Any, Tensor], layers: Sequence, weights: Sequence[float], shape: torch.Size, device: torch.device
+) -> Tensor:
+    """Eq. 3: ``sum_i w_i * Upsample(S_{l_i})`` (bilinear, ``align_corners=True``) at the size of ``shape[-2:]``.
+
+    Example:
+        >>> maps = {2: torch.ones(1, 2, 2), 3: torch.zeros(1, 1, 1)}
+        >>> out = combine_layer_maps(maps, (2, 3), (0.75, 0.25), torch.Size([1, 3, 4, 4]), torch.device("cpu"))
+        >>> out.shape, bool(torch.allclose(out, torch.full_like(out, 0.75)))
+        (torch.Size([1, 4, 4]), True)
+    """
+    b, _, h, w = shape
+    if b == 0:
+        return torch.zeros(0, h, w, device=device)
+    total: Tensor | None = None
+    for layer, wgt in zip(layers, weights, strict=True):
+        # weight before upsampling, summed in layer order: the authors' order of operations
+        up = F.interpolate((maps[layer] * wgt).unsqueeze(1), size=(h, w), mode="bilinear", align_corners=True)
+        total = up if total is None else total + up
+    assert total is not None  # layers is never empty
+    return total.squeeze(1).to(device)
+
+
+def memory_layer_maps(memory: PuzzleSimMemory, images: Tensor, options: PuzzleSimOptions) -> dict[Any, Tensor]:
+    """Per-layer best-match maps ``layer -> (B, h_l, w_l)`` (Eq. 1) of test images against a memory.
+
+    ``options.layers`` must be a subset of the memory's layers; ``options.layer_weights`` are not used.
+    """
+    return _layer_maps(memory, memory.check_test_images(images, layers=options.layers), options)
+
+
+def memory_similarity_map(memory: PuzzleSimMemory, images: Tensor, options: PuzzleSimOptions) -> Tensor:
+    """PuzzleSim maps ``(B, H, W)`` of test images against a memory: Eq. 1 per layer, then Eq. 3.
+
+    The entry point of the metric, the memory's :meth:`~PuzzleSimMemory.similarity_map` and the inpainting loop.
+
+    Example:
+        >>> import os, tempfile, torch
+        >>> from scenemetrics.puzzlesim import PuzzleSimMemory, PuzzleSimOptions, random_checkpoint
+        >>> w = random_checkpoint("squeezenet1_1", os.path.join(tempfile.mkdtemp(), "sq.pth"))
+        >>> opts = PuzzleSimOptions(weights_path=w)
+        >>> memory = PuzzleSimMemory.adopt_or_build(torch.rand(2, 3, 48, 48), opts)
+        >>> memory_similarity_map(memory, torch.rand(1, 3, 48, 40), opts).shape
+        torch.Size([1, 48, 40])
+    """
+    x = memory.check_test_images(images, layers=options.layers)
+    maps = _layer_maps(memory, x, options)
+    return combine_layer_maps(maps, options.layers, options.layer_weights, x.shape, images.device)
+
+
+def memory_soft_similarity_map(
+    memory: PuzzleSimMemory, images: Tensor, temperature: float, options: PuzzleSimOptions
+) -> Tensor:
+    """Soft PuzzleSim maps ``(B, H, W)``: each layer's max replaced by the Gibbs mean at ``temperature``, then Eq. 3.
+
+    Differentiable w.r.t. ``images``; the images follow PuzzleSim's shape/dtype rules but are not range-checked.
+    """
+    t = check_temperature(temperature)
+    x = memory.check_test_images(images, check_range=False, layers=options.layers)
+    if x.shape[0] == 0:
+        return x.new_zeros((0, *x.shape[-2:]))
+    feats = memory.test_features(x, options.layers)
+    maps = {}
+    for layer in options.layers:
+        f = feats[layer]
+        q = unit_rows(f)
+        r = memory.vectors_on(layer, q.device)
+        maps[layer] = soft_gibbs_max(q, r, t, options.chunk_size).view(f.shape[0], *f.shape[2:])
+    return combine_layer_maps(maps, options.layers, options.layer_weights, x.shape, images.device)
+
+
+# ------------------------------------------------------------------------------------------------ image level
+def _memory(images: Tensor, references: Any, options: PuzzleSimOptions, progress: bool) -> PuzzleSimMemory:
+    # memory.py imports this module (its similarity_map / layer_maps call the math here); the image-level functions
+    # are the only ones here that build a memory, so they import the class when called
+    from scenemetrics.puzzlesim.memory import PuzzleSimMemory
+
     device = images.device if isinstance(images, Tensor) else None
-    return PuzzleSimMemory(
-        references,
-        backbone=backbone,
-        layers=layers,
-        weights_path=weights_path,
-        resize=resize,
-        precision=precision,
-        device=device,
-        batch_size=batch_size,
-        progress=progress,
-    )
+    return PuzzleSimMemory.adopt_or_build(references, options, device=device, progress=progress)
 
 
 def puzzle_similarity_map(
     images: Tensor,
     references: Tensor | Sequence[Tensor] | PuzzleSimMemory,
     *,
-    backbone: str = "squeezenet1_1",
+    backbone: str | nn.Module = "squeezenet1_1",
     layers: Sequence[int] = DEFAULT_LAYERS,
     layer_weights: Sequence[float] | None = DEFAULT_LAYER_WEIGHTS,
     weights_path: str | os.PathLike | None = None,
@@ -102,7 +307,9 @@ def puzzle_similarity_map(
             :class:`PuzzleSimMemory` (then ``backbone``, ``weights_path``, ``resize`` and ``precision`` must equal
             the memory's and ``layers`` must be a subset of its layers).
         backbone: ``"squeezenet1_1"`` (default), ``"alexnet"`` or ``"vgg16"``. The default layer weights were tuned
-            by the authors for SqueezeNet only; nothing tuned exists for AlexNet / VGG16.
+            by the authors for SqueezeNet only; nothing tuned exists for AlexNet / VGG16. An ``nn.Module`` feature
+            extractor ``forward(images01, layers) -> {layer: (B, C, h, w)}`` is accepted too (see
+            :class:`PuzzleSimMemory`).
         layers: 0-based LPIPS slice indices (default ``(2, 3, 4)``).
         layer_weights: one weight per layer, applied as given (default ``(0.67, 0.2, 0.13)``); ``None`` = ``1/m``.
         weights_path: backbone checkpoint file or folder (default: the hub cache, downloading on first use).
@@ -141,26 +348,20 @@ def puzzle_similarity_map(
         >>> maps.shape, bool((maps - 1).abs().max() < 1e-4)
         (torch.Size([2, 64, 64]), True)
     """
-    memory = _memory_for(
-        images,
-        references,
+    options = PuzzleSimOptions(
         backbone=backbone,
         layers=layers,
+        layer_weights=layer_weights,
         weights_path=weights_path,
         resize=resize,
-        precision=precision,
-        batch_size=batch_size,
-        progress=progress,
-    )
-    return memory.similarity_map(
-        images,
-        layers=layers,
-        layer_weights=layer_weights,
         chunk_size=chunk_size,
+        precision=precision,
         screening=screening,
         search=search,
         faiss_options=faiss_options,
+        batch_size=batch_size,
     )
+    return memory_similarity_map(_memory(images, references, options, progress), images, options)
 
 
 def puzzle_similarity(images: Tensor, references: Tensor | Sequence[Tensor] | PuzzleSimMemory, **kwargs) -> Tensor:
@@ -261,24 +462,16 @@ def best_match_similarity(
     if screening == "on" and q.dtype != torch.float32:
         raise ValueError(f"`screening`='on' needs float32 features; received {q.dtype}")
     method = search_method(screening, q.device, r.shape[0], need_grad) if q.dtype == torch.float32 else "plain"
-    if need_grad:
-        with torch.no_grad():
-            if method == "bound":
-                _, idx = _search.bound_max(q.detach(), _search.BoundIndex.build(r.detach()), chunk, with_indices=True)
-            elif method == "triton":
-                _, idx = triton_max(q.detach(), r.detach(), with_indices=True)
-            else:
-                _, idx = _search.plain_max(q.detach(), r, chunk, with_indices=True)
-        vals = (q * r[idx]).sum(dim=1)
-    elif method == "bf16":
-        vals = _search.screened_max(q, _search.ScreenIndex.build(r), chunk)
-    elif method == "bound":
-        vals = _search.bound_max(q, _search.BoundIndex.build(r), chunk)[0]
-    elif method == "triton":
-        vals = triton_max(q, r)[0].to(q.dtype)
-    else:
-        vals = _search.plain_max(q, r, chunk)[0]
-    return vals.view(out_shape)
+    vals = _best_match(
+        q,
+        r,
+        method,
+        chunk,
+        need_grad,
+        bound_index=lambda: _search.BoundIndex.build(r.detach()),
+        screen_index=lambda: _search.ScreenIndex.build(r),
+    )
+    return vals.to(q.dtype).view(out_shape)
 
 
 # ------------------------------------------------------------------------------------------------ soft search

@@ -1,26 +1,41 @@
-"""The PuzzleSim reference memory bank: references embedded once, unit vectors stored per layer, searched per call."""
+"""The PuzzleSim reference memory bank: references embedded once, unit vectors stored per layer, caches derived.
+
+The memory stores vectors and what is derived from them (search indices, copies on other devices); the search
+itself (PuzzleSim Eq. 1) and the layer combination (Eq. 3) live in :mod:`scenemetrics.puzzlesim.functional`, which
+its :meth:`~PuzzleSimMemory.similarity_map` and :meth:`~PuzzleSimMemory.layer_maps` call.
+"""
 
 from __future__ import annotations
 
-import math
+import copy
 import os
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
-from scenemetrics.image import check_image_list, check_images
+from scenemetrics.image import ImageTypeError, check_image_list, check_images
 from scenemetrics.puzzlesim import search as _search
-from scenemetrics.puzzlesim.backbone import (
-    BACKBONES,
-    PuzzleSimBackbone,
-    canonical_backbone,
-    load_backbone,
-    validate_layers,
+from scenemetrics.puzzlesim.backbone import load_backbone
+from scenemetrics.puzzlesim.functional import (  # combine_layer_maps, search_method: re-exported (old home)
+    combine_layer_maps,
+    memory_layer_maps,
+    memory_similarity_map,
+    search_method,
+    unit_rows,
 )
-from scenemetrics.puzzlesim.triton_search import triton_max
+from scenemetrics.puzzlesim.options import (
+    DEFAULT_LAYER_WEIGHTS,
+    DEFAULT_LAYERS,
+    Precision,
+    PuzzleSimOptions,
+    Screening,
+    Search,
+    check_resize,
+    min_side,
+)
 
 __all__ = [
     "DEFAULT_LAYERS",
@@ -31,85 +46,10 @@ __all__ = [
     "unit_rows",
 ]
 
-DEFAULT_LAYERS = (2, 3, 4)
-DEFAULT_LAYER_WEIGHTS = (0.67, 0.2, 0.13)
-PRECISIONS = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-SCREENING = ("auto", "on", "off")
-SEARCHES = ("exact", "faiss")
-
-Precision = Literal["float32", "float16", "bfloat16"]
-Screening = Literal["auto", "on", "off"]
-Search = Literal["exact", "faiss"]
+T = TypeVar("T")
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
-# ----------------------------------------------------------------------------------------------- option checks
-def check_resize(resize: int | Sequence[int] | None) -> tuple[int, int] | None:
-    """``None``, a positive int ``n`` (-> ``(n, n)``) or a pair of positive ints."""
-    if resize is None:
-        return None
-    if isinstance(resize, int) and not isinstance(resize, bool):
-        pair: tuple = (resize, resize)
-    elif isinstance(resize, Sequence) and not isinstance(resize, (str, bytes)) and len(resize) == 2:
-        pair = tuple(resize)
-    else:
-        raise ValueError(
-            f"`resize` must be None, a positive int or a pair (h, w) of positive ints; received {resize!r}"
-        )
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in pair):
-        raise ValueError(
-            f"`resize` must be None, a positive int or a pair (h, w) of positive ints; received {resize!r}"
-        )
-    return (int(pair[0]), int(pair[1]))
-
-
-def check_layer_weights(layer_weights: Sequence[float] | None, layers: Sequence[int]) -> tuple[float, ...]:
-    """Weights as given (no renormalisation); ``None`` means equal weights ``1/len(layers)``."""
-    if layer_weights is None:
-        return tuple(1.0 / len(layers) for _ in layers)
-    if isinstance(layer_weights, (str, bytes)) or not isinstance(layer_weights, Sequence):
-        raise ValueError(f"`layer_weights` must be a sequence of floats or None; received {layer_weights!r}")
-    weights = tuple(layer_weights)
-    if len(weights) != len(layers):
-        raise ValueError(
-            f"`layer_weights` must have one weight per layer ({len(layers)} for layers {tuple(layers)}); received "
-            f"{len(weights)}: {weights!r}"
-        )
-    try:
-        values = tuple(float(w) for w in weights)
-    except (TypeError, ValueError):
-        raise ValueError(f"`layer_weights` must be real numbers; received {weights!r}") from None
-    if not all(math.isfinite(w) and w >= 0 for w in values):
-        raise ValueError(f"`layer_weights` must be finite and non-negative; received {weights!r}")
-    return values
-
-
-def check_positive_int(value: Any, name: str) -> int:
-    """An int >= 1 (bools rejected), else ``ValueError`` naming the argument."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"`{name}` must be an int >= 1; received {value!r}")
-    return value
-
-
-def check_chunk_size(value: Any) -> int | None:
-    """``None`` or an int >= 1."""
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"`chunk_size` must be an int >= 1 or None; received {value!r}")
-    return value
-
-
-def check_choice(value: Any, name: str, options: Sequence[str]) -> Any:
-    if value not in options:
-        raise ValueError(f"`{name}` must be one of {', '.join(map(repr, options))}; received {value!r}")
-    return value
-
-
-def min_side(backbone: str, layers: Sequence[int]) -> int:
-    return BACKBONES[canonical_backbone(backbone)].min_sides[max(layers)]
-
-
-# ----------------------------------------------------------------------------------------------- the memory
 class PuzzleSimMemory:
     """Reference images embedded once: per layer, one contiguous ``(K_l, C_l)`` matrix of unit feature vectors.
 
@@ -129,8 +69,10 @@ class PuzzleSimMemory:
             may differ (each is embedded at its own size; the bank is the union of all their vectors). Float in
             [0, 1] or uint8.
         backbone: ``"squeezenet1_1"`` (default), ``"alexnet"``, ``"vgg16"`` (aliases ``"squeeze"``, ``"alex"``,
-            ``"vgg"``).
-        layers: 0-based LPIPS slice indices to embed (any later call may use a subset).
+            ``"vgg"``), or an ``nn.Module`` feature extractor ``forward(images01, layers) -> {layer: (B, C, h, w)}``
+            (its own normalisation; it receives ``layers`` exactly as given; float32 only; ``weights_path`` unused).
+        layers: 0-based LPIPS slice indices to embed (any later call may use a subset); the module's layer keys for
+            a custom extractor.
         weights_path: backbone checkpoint file or folder (see :func:`scenemetrics.puzzlesim.load_backbone`).
         resize: ``None`` (default, no resizing) or ``(h, w)`` / ``n``: references are resized once with bilinear
             antialiased interpolation (``align_corners=False``) before embedding; test images likewise before
@@ -140,6 +82,12 @@ class PuzzleSimMemory:
         device: where vectors are stored and the backbone runs; ``None``: the device of the first reference tensor.
         batch_size: reference images per backbone pass.
         progress: show a progress bar while embedding.
+
+    Attributes:
+        options: the :class:`~scenemetrics.puzzlesim.PuzzleSimOptions` the memory was built with; its backbone,
+            weights_path, resize and precision bind every later call (:meth:`check_compatible`), its layers are the
+            stored ones. ``backbone``, ``layers``, ``weights_path``, ``resize``, ``precision`` and ``batch_size`` read
+            from it.
 
     Raises:
         ValueError: bad references or options (message names the argument).
@@ -151,7 +99,7 @@ class PuzzleSimMemory:
         >>> refs = torch.rand(3, 3, 64, 80)
         >>> memory = PuzzleSimMemory(refs, weights_path=w)
         >>> memory.num_references, tuple(memory.features(2).shape)
-        (3, (147, 256))
+        (3, (189, 256))
         >>> memory.similarity_map(refs[:1]).shape  # a reference scores ~1 everywhere
         torch.Size([1, 64, 80])
     """
@@ -160,7 +108,7 @@ class PuzzleSimMemory:
         self,
         references: Tensor | Sequence[Tensor],
         *,
-        backbone: str = "squeezenet1_1",
+        backbone: str | nn.Module = "squeezenet1_1",
         layers: Sequence[int] = DEFAULT_LAYERS,
         weights_path: str | os.PathLike | None = None,
         resize: int | tuple[int, int] | None = None,
@@ -169,12 +117,68 @@ class PuzzleSimMemory:
         batch_size: int = 8,
         progress: bool = False,
     ) -> None:
-        self.backbone = canonical_backbone(backbone)
-        self.layers = validate_layers(self.backbone, layers)
-        self.weights_path = None if weights_path is None else os.fspath(weights_path)
-        self.resize = check_resize(resize)
-        self.precision = check_choice(precision, "precision", tuple(PRECISIONS))
-        self.batch_size = check_positive_int(batch_size, "batch_size")
+        options = PuzzleSimOptions(
+            backbone=backbone,
+            layers=layers,
+            layer_weights=None,
+            weights_path=weights_path,
+            resize=resize,
+            precision=precision,
+            batch_size=batch_size,
+        )
+        self._setup(references, options, device, progress)
+
+    @classmethod
+    def from_options(
+        cls,
+        references: Tensor | Sequence[Tensor],
+        options: PuzzleSimOptions,
+        *,
+        device: torch.device | str | None = None,
+        progress: bool = False,
+    ) -> PuzzleSimMemory:
+        """Embed ``references`` with validated ``options`` (their layers, backbone, weights_path, resize, precision
+        and batch_size; the call options are kept in :attr:`options` but bind nothing)."""
+        memory = cls.__new__(cls)
+        memory._setup(references, options, device, progress)
+        return memory
+
+    @classmethod
+    def adopt_or_build(
+        cls,
+        references: Tensor | Sequence[Tensor] | PuzzleSimMemory,
+        options: PuzzleSimOptions,
+        *,
+        device: torch.device | str | None = None,
+        progress: bool = False,
+    ) -> PuzzleSimMemory:
+        """The memory every PuzzleSim entry point scores against.
+
+        Given a memory, check that ``options`` agree with it (:meth:`check_compatible`) and return it as is; given
+        reference images, embed them with ``options`` on ``device`` (``None``: the first reference's device).
+
+        Example:
+            >>> import os, tempfile, torch
+            >>> from scenemetrics.puzzlesim import PuzzleSimMemory, PuzzleSimOptions, random_checkpoint
+            >>> w = random_checkpoint("squeezenet1_1", os.path.join(tempfile.mkdtemp(), "sq.pth"))
+            >>> opts = PuzzleSimOptions(weights_path=w)
+            >>> memory = PuzzleSimMemory.adopt_or_build(torch.rand(2, 3, 48, 48), opts)
+            >>> PuzzleSimMemory.adopt_or_build(memory, opts) is memory
+            True
+        """
+        if isinstance(references, PuzzleSimMemory):
+            references.check_compatible(options)
+            return references
+        return cls.from_options(references, options, device=device, progress=progress)
+
+    def _setup(
+        self,
+        references: Tensor | Sequence[Tensor],
+        options: PuzzleSimOptions,
+        device: torch.device | str | None,
+        progress: bool,
+    ) -> None:
+        self.options = options
         refs = self._check_references(references)
         self.device = torch.device(device) if device is not None else refs[0].device
         if self.precision != "float32" and self.device.type != "cuda":
@@ -183,29 +187,56 @@ class PuzzleSimMemory:
             )
         self.num_references = 0
         self.reference_sizes: list[tuple[int, int]] = []
-        self._vectors: dict[int, Tensor] = {}
-        self._backbone: PuzzleSimBackbone | None = None
+        self._vectors: dict[Any, Tensor] = {}
+        self._backbone: nn.Module | None = None
         self._derived: dict[Any, Any] = {}
         self._embed(refs, progress)
 
+    # ------------------------------------------------------------------ the options it was built with
+    @property
+    def backbone(self) -> str | nn.Module:
+        """Canonical backbone name, or the custom feature-extractor module."""
+        return self.options.backbone
+
+    @property
+    def layers(self) -> Sequence:
+        """The stored layers (a tuple for a named backbone; the module's keys as given otherwise)."""
+        return self.options.layers
+
+    @property
+    def weights_path(self) -> str | None:
+        return self.options.weights_path
+
+    @property
+    def resize(self) -> tuple[int, int] | None:
+        return self.options.resize
+
+    @property
+    def precision(self) -> str:
+        return self.options.precision
+
+    @property
+    def batch_size(self) -> int:
+        return self.options.batch_size
+
     # ------------------------------------------------------------------ construction helpers
     def _check_references(self, references: Tensor | Sequence[Tensor]) -> list[Tensor]:
-        from scenemetrics.image import ImageTypeError
-
         if isinstance(references, PuzzleSimMemory):
             raise ImageTypeError("`references` is already a PuzzleSimMemory; pass it directly where memory is used")
-        need = min_side(self.backbone, self.layers)
-        reason = f" for backbone {self.backbone!r} up to layer {max(self.layers)}"
+        need = self.options.min_side
+        reason = "" if need is None else f" for backbone {self.backbone!r} up to layer {max(self.layers)}"
         refs = check_image_list(
             references, "references", min_size=None if self.resize else need, min_size_reason=reason
         )
         if not refs:
             raise ValueError("`references` must hold at least one reference image; received none")
-        if self.resize is not None and min(self.resize) < need:
+        if need is not None and self.resize is not None and min(self.resize) < need:
             raise ValueError(f"`resize` must be at least {need}x{need}{reason}; received {self.resize}")
         return refs
 
-    def _net(self, device: torch.device | None = None) -> PuzzleSimBackbone:
+    def _net(self, device: torch.device | None = None) -> nn.Module:
+        if self.options.is_module:
+            return self.options.backbone
         device = self.device if device is None else device
         if device != self.device:
             return load_backbone(self.backbone, self.weights_path, device)  # cached per device by load_backbone
@@ -218,15 +249,46 @@ class PuzzleSimMemory:
             images = F.interpolate(images, size=self.resize, mode="bilinear", align_corners=False, antialias=True)
         return images
 
+    def _extract(self, net: nn.Module, x: Tensor, layers: Sequence, what: str) -> dict[Any, Tensor]:
+        """Run the backbone; a custom module's output is checked (a dict of float ``(B, C, h, w)`` maps)."""
+        out = net(x, layers)
+        if not self.options.is_module:
+            return out
+        if not isinstance(out, Mapping):
+            raise ValueError(
+                f"the `backbone` module must return a dict layer -> (B, C, h, w) feature map; it returned "
+                f"{type(out).__name__} for {what}"
+            )
+        for layer in layers:
+            if layer not in out:
+                raise ValueError(
+                    f"the `backbone` module returned no feature map for layer {layer!r} of `layers`={tuple(layers)} "
+                    f"(it returned keys {list(out)})"
+                )
+            f = out[layer]
+            if not isinstance(f, Tensor) or f.ndim != 4 or f.shape[0] != x.shape[0] or not f.is_floating_point():
+                got = (tuple(f.shape), f.dtype) if isinstance(f, Tensor) else type(f).__name__
+                raise ValueError(
+                    f"the `backbone` module's feature map for layer {layer!r} must be a float ({x.shape[0]}, C, h, w) "
+                    f"tensor for {what}; received {got}"
+                )
+        return {layer: out[layer].float() for layer in layers}
+
     def _embed(self, refs: list[Tensor], progress: bool) -> None:
+        if self.options.is_module:
+            self._embed_module(refs, progress)
+        else:
+            self._embed_named(refs, progress)
+        self.num_references = len(self.reference_sizes)
+        self._derived.clear()
+
+    def _embed_named(self, refs: list[Tensor], progress: bool) -> None:
         """Embed ``refs`` and append their unit vectors, written in place into one preallocated matrix per layer
         (feature sizes from a shape-only pass on the meta device), so no second copy of the bank ever exists."""
-        import copy
-
         from tqdm.auto import tqdm
 
         net = self._net()
-        dtype = PRECISIONS[self.precision]
+        dtype = DTYPES[self.precision]
         meta = copy.deepcopy(net).to("meta")
         rows = dict.fromkeys(self.layers, 0)
         channels: dict[int, int] = {}
@@ -261,8 +323,34 @@ class PuzzleSimMemory:
         for layer in self.layers:
             assert rows[layer] == out[layer].shape[0]  # the meta pass predicted every feature size
         self._vectors.update(out)
-        self.num_references = len(self.reference_sizes)
-        self._derived.clear()
+
+    def _embed_module(self, refs: list[Tensor], progress: bool) -> None:
+        """A custom extractor's feature sizes cannot be predicted: collect each batch's unit rows, then concatenate."""
+        from tqdm.auto import tqdm
+
+        net = self._net()
+        rows: dict[Any, list[Tensor]] = {layer: [] for layer in self.layers}
+        for layer in self.layers:
+            if layer in self._vectors:
+                rows[layer].append(self._vectors[layer])
+        total = sum(t.shape[0] for t in refs)
+        with torch.no_grad(), tqdm(total=total, desc="embedding references", disable=not progress) as bar:
+            for n, tensor in enumerate(refs):
+                for i in range(0, tensor.shape[0], self.batch_size):
+                    x = self._prepare(tensor[i : i + self.batch_size].to(self.device, torch.float32))
+                    feats = self._extract(net, x, self.layers, f"references[{n}]")
+                    for layer in self.layers:
+                        rows[layer].append(unit_rows(feats[layer]))
+                    bar.update(x.shape[0])
+                self.reference_sizes.extend([(int(tensor.shape[-2]), int(tensor.shape[-1]))] * tensor.shape[0])
+        for layer in self.layers:
+            channels = {r.shape[1] for r in rows[layer]}
+            if len(channels) != 1:
+                raise ValueError(
+                    f"the backbone module returned {sorted(channels)} channels for layer {layer!r} on different "
+                    "references; a layer must always have the same number of channels"
+                )
+            self._vectors[layer] = torch.cat(rows[layer]).contiguous()
 
     # ------------------------------------------------------------------ public API
     def features(self, layer: int) -> Tensor:
@@ -271,7 +359,7 @@ class PuzzleSimMemory:
         The row order is an implementation detail: the CPU screening search re-orders the rows by cluster.
         """
         if layer not in self._vectors:
-            raise ValueError(f"`layer` must be one of the memory's layers {self.layers}; received {layer!r}")
+            raise ValueError(f"`layer` must be one of the memory's layers {tuple(self.layers)}; received {layer!r}")
         return self._vectors[layer]
 
     def add(self, references: Tensor | Sequence[Tensor], *, progress: bool = False) -> None:
@@ -279,7 +367,10 @@ class PuzzleSimMemory:
         self._embed(self._check_references(references), progress)
 
     def to(self, device: torch.device | str) -> PuzzleSimMemory:
-        """Move the stored vectors and the backbone to ``device`` (in place) and return the memory."""
+        """Move the stored vectors and the backbone to ``device`` (in place) and return the memory.
+
+        A custom feature-extractor module stays where it is (move it yourself).
+        """
         device = torch.device(device)
         if self.precision != "float32" and device.type != "cuda":
             raise ValueError(f"a {self.precision} memory must stay on a CUDA device; received {device}")
@@ -296,51 +387,73 @@ class PuzzleSimMemory:
         return state
 
     def __repr__(self) -> str:
+        backbone = self.backbone if isinstance(self.backbone, str) else type(self.backbone).__name__
         return (
-            f"PuzzleSimMemory(backbone={self.backbone!r}, layers={self.layers}, num_references={self.num_references}, "
+            f"PuzzleSimMemory(backbone={backbone!r}, layers={tuple(self.layers)}, "
+            f"num_references={self.num_references}, "
             f"vectors={ {k: tuple(v.shape) for k, v in self._vectors.items()} }, device={self.device})"
         )
 
-    def check_compatible(
-        self, *, backbone: str, layers: Sequence[int], weights_path: Any, resize: Any, precision: str
-    ) -> None:
-        """Raise ``ValueError`` if call options conflict with the options the memory was built with."""
-        pairs = [
-            ("backbone", canonical_backbone(backbone), self.backbone),
-            ("weights_path", None if weights_path is None else os.fspath(weights_path), self.weights_path),
-            ("resize", check_resize(resize), self.resize),
-            ("precision", precision, self.precision),
-        ]
+    def check_compatible(self, options: PuzzleSimOptions | None = None, **keywords: Any) -> None:
+        """Raise ``ValueError`` if call options conflict with the options the memory was built with.
+
+        Args:
+            options: the caller's options; alternatively the keywords ``backbone``, ``layers``, ``weights_path``,
+                ``resize``, ``precision`` (missing ones default as in :class:`PuzzleSimOptions`).
+
+        Backbone, weights_path, resize and precision must be equal; ``layers`` must be a subset of the memory's.
+        """
+        if options is None:
+            options = PuzzleSimOptions(**{"layer_weights": None, **keywords})
+        if options.is_module or self.options.is_module:
+            if options.backbone is not self.backbone:
+                raise ValueError(
+                    f"`backbone` ({_describe(options.backbone)}) conflicts with the PuzzleSimMemory given as "
+                    f"`references`, embedded with {_describe(self.backbone)}; pass the reference images as tensors "
+                    "to use another feature extractor"
+                )
+            pairs = [("resize", options.resize, self.resize)]
+        else:
+            pairs = [
+                ("backbone", options.backbone, self.backbone),
+                ("weights_path", options.weights_path, self.weights_path),
+                ("resize", check_resize(options.resize), self.resize),
+                ("precision", options.precision, self.precision),
+            ]
         for name, given, have in pairs:
             if given != have:
                 raise ValueError(
                     f"`{name}`={given!r} conflicts with the PuzzleSimMemory given as `references`, built with "
                     f"{name}={have!r}; pass matching options or build a new memory"
                 )
-        missing = [layer for layer in validate_layers(self.backbone, layers) if layer not in self.layers]
+        missing = [layer for layer in options.layers if layer not in self.layers]
         if missing:
             raise ValueError(
-                f"`layers`={tuple(layers)} conflicts with the PuzzleSimMemory given as `references`: it holds layers "
-                f"{self.layers}, not {tuple(missing)}"
+                f"`layers`={tuple(options.layers)} conflicts with the PuzzleSimMemory given as `references`: it holds "
+                f"layers {tuple(self.layers)}, not {tuple(missing)}"
             )
 
-    def test_features(self, images: Tensor, layers: Sequence[int]) -> dict[int, Tensor]:
+    def test_features(self, images: Tensor, layers: Sequence) -> dict[Any, Tensor]:
         """Backbone features ``(B, C_l, h_l, w_l)`` of validated test images (autograd follows ``images``)."""
-        return self._net(images.device)(self._prepare(images), layers)
+        return self._extract(self._net(images.device), self._prepare(images), layers, "images")
 
     def check_test_images(
-        self, images: Tensor, *, check_range: bool = True, layers: Sequence[int] | None = None
+        self, images: Tensor, *, check_range: bool = True, layers: Sequence | None = None, name: str = "images"
     ) -> Tensor:
         """The input rule for test images, with this memory's minimum side (resize-aware), moved to float32."""
         layers = self.layers if layers is None else layers
         need = min_side(self.backbone, layers)
         return check_images(
             images,
-            "images",
+            name,
             check_range=check_range,
             min_size=None if self.resize else need,
-            min_size_reason=f" for backbone {self.backbone!r} up to layer {max(layers)}",
+            min_size_reason="" if need is None else f" for backbone {self.backbone!r} up to layer {max(layers)}",
         )
+
+    def call_options(self, **changes: Any) -> PuzzleSimOptions:
+        """The memory's options with call options replaced (validated; ``layers`` default to the memory's)."""
+        return self.options.with_call(**changes)
 
     def layer_maps(
         self,
@@ -359,69 +472,15 @@ class PuzzleSimMemory:
             layers: subset of the memory's layers (default: all of them).
             chunk_size, screening, search, faiss_options: see :func:`scenemetrics.puzzlesim.puzzle_similarity_map`.
         """
-        layers = self.layers if layers is None else validate_layers(self.backbone, layers)
-        x = self.check_test_images(images, layers=layers)
-        return self._layer_maps(x, layers, chunk_size, screening, search, faiss_options)
-
-    def _layer_maps(
-        self,
-        x: Tensor,
-        layers: Sequence[int],
-        chunk_size: int | None,
-        screening: str,
-        search: str,
-        faiss_options: dict | None,
-    ) -> dict[int, Tensor]:
-        chunk_size = check_chunk_size(chunk_size)
-        check_choice(screening, "screening", SCREENING)
-        check_choice(search, "search", SEARCHES)
-        missing = [layer for layer in layers if layer not in self.layers]
-        if missing:
-            raise ValueError(f"`layers` {tuple(layers)} must be a subset of the memory's layers {self.layers}")
-        need_grad = x.requires_grad and torch.is_grad_enabled()
-        if screening == "on" and search == "faiss":
-            raise ValueError("`screening`='on' cannot be combined with `search`='faiss' (faiss is approximate)")
-        if screening == "on" and need_grad:
-            raise ValueError("`screening`='on' cannot be used when gradients are required (use 'auto' or 'off')")
-        if search == "faiss" and need_grad:
-            raise ValueError("`search`='faiss' gives no gradients; use search='exact' for differentiable maps")
-        if screening == "on" and self.precision != "float32":
-            raise ValueError(f"`screening`='on' needs precision 'float32'; the memory uses {self.precision!r}")
-        b = x.shape[0]
-        out: dict[int, Tensor] = {}
-        ctx = torch.enable_grad() if need_grad else torch.no_grad()
-        with ctx:
-            feats = self.test_features(x, layers)
-        for layer in layers:
-            f = feats[layer]
-            h, w = f.shape[-2:]
-            q = unit_rows(f)
-            r = self.vectors_on(layer, q.device)
-            chunk = chunk_size or _search.default_chunk_size(q.device)
-            method = "faiss" if search == "faiss" else self._method(screening, q.device, r.shape[0], need_grad)
-            if need_grad:
-                with torch.no_grad():
-                    if method == "bound":
-                        index = self._bound_index(layer, q.device)
-                        r = index.vectors
-                        _, idx = _search.bound_max(q.detach(), index, chunk, with_indices=True)
-                    elif method == "triton":
-                        _, idx = triton_max(q.detach().to(r.dtype), r, with_indices=True)
-                    else:
-                        _, idx = _search.plain_max(q.detach().to(r.dtype), r, chunk, with_indices=True)
-                vals = (q * r[idx].to(q.dtype)).sum(dim=1)
-            elif method == "faiss":
-                vals = self._faiss_max(layer, q, faiss_options)
-            elif method == "bf16":
-                vals = _search.screened_max(q, self._screen_index(layer, q.device), chunk)
-            elif method == "bound":
-                vals = _search.bound_max(q, self._bound_index(layer, q.device), chunk)[0]
-            elif method == "triton":
-                vals = triton_max(q.to(r.dtype), r)[0]
-            else:
-                vals = _search.plain_max(q.to(r.dtype), r, chunk)[0].float()
-            out[layer] = vals.view(b, h, w)
-        return out
+        options = self.call_options(
+            layers=self.layers if layers is None else layers,
+            layer_weights=None,
+            chunk_size=chunk_size,
+            screening=screening,
+            search=search,
+            faiss_options=faiss_options,
+        )
+        return memory_layer_maps(self, images, options)
 
     def similarity_map(
         self,
@@ -440,39 +499,34 @@ class PuzzleSimMemory:
         original ``H x W``; weights applied as given (``None``: equal ``1/m``). See
         :func:`scenemetrics.puzzlesim.puzzle_similarity_map` for the options.
         """
-        layers = self.layers if layers is None else validate_layers(self.backbone, layers)
-        weights = check_layer_weights(layer_weights, layers)
-        x = self.check_test_images(images, layers=layers)
-        return combine_layer_maps(
-            self._layer_maps(x, layers, chunk_size, screening, search, faiss_options),
-            layers,
-            weights,
-            x.shape,
-            images.device,
+        options = self.call_options(
+            layers=self.layers if layers is None else layers,
+            layer_weights=layer_weights,
+            chunk_size=chunk_size,
+            screening=screening,
+            search=search,
+            faiss_options=faiss_options,
         )
+        return memory_similarity_map(self, images, options)
 
     __call__ = similarity_map
 
-    # ------------------------------------------------------------------ internals
-    def vectors_on(self, layer: int, device: torch.device) -> Tensor:
+    # ------------------------------------------------------------------ derived caches
+    def derived(self, key: Any, build: Callable[[], T]) -> T:
+        """A cached value derived from the vectors (built by ``build()`` on first use; dropped by :meth:`add` and
+        :meth:`to`)."""
+        if key not in self._derived:
+            self._derived[key] = build()
+        return self._derived[key]
+
+    def vectors_on(self, layer: Any, device: torch.device) -> Tensor:
         """The unit vectors of ``layer`` on ``device`` (a copy made once per device and cached)."""
         v = self._vectors[layer]
         if v.device == device:
             return v
-        key = ("copy", layer, str(device))
-        if key not in self._derived:
-            self._derived[key] = v.to(device)
-        return self._derived[key]
+        return self.derived(("copy", layer, str(device)), lambda: v.to(device))
 
-    def _method(self, screening: str, device: torch.device, k: int, need_grad: bool) -> str:
-        """The exact search to run: "plain", "bf16" (screened) or "bound" (projection bound, CPU)."""
-        return search_method(screening, device, k, need_grad, self.precision)
-
-    def _ordered(self, layer: int, device: torch.device) -> tuple[Tensor, bool]:
-        """The vectors of ``layer`` on ``device`` and whether they are already in cluster order."""
-        return self.vectors_on(layer, device), ("ordered", layer, str(device)) in self._derived
-
-    def _adopt(self, layer: int, device: torch.device, vectors: Tensor) -> None:
+    def _adopt(self, layer: Any, device: torch.device, vectors: Tensor) -> None:
         # adopt an index's cluster-ordered copy (same vectors, other order) instead of keeping two copies
         if device == self.device:
             self._vectors[layer] = vectors
@@ -480,73 +534,33 @@ class PuzzleSimMemory:
             self._derived[("copy", layer, str(device))] = vectors
         self._derived[("ordered", layer, str(device))] = True
 
-    def _screen_index(self, layer: int, device: torch.device) -> _search.ScreenIndex:
+    def screen_index(self, layer: Any, device: torch.device) -> _search.ScreenIndex:
+        """The bf16 screening index of ``layer`` on ``device`` (built once; the memory adopts its row order)."""
         key = ("screen", layer, str(device))
         if key not in self._derived:
-            vectors, ordered = self._ordered(layer, device)
+            vectors = self.vectors_on(layer, device)
+            ordered = ("ordered", layer, str(device)) in self._derived
             index = _search.ScreenIndex.build(vectors, reorder=not ordered)
             self._adopt(layer, device, index.vectors)
             self._derived[key] = index
         return self._derived[key]
 
-    def _bound_index(self, layer: int, device: torch.device) -> _search.BoundIndex:
+    def bound_index(self, layer: Any, device: torch.device) -> _search.BoundIndex:
+        """The projection-bound index of ``layer`` on ``device`` (rebuilt when the vectors were re-ordered)."""
         key = ("bound", layer, str(device))
         index = self._derived.get(key)
         if index is None or index.vectors is not self.vectors_on(layer, device):
             index = self._derived[key] = _search.BoundIndex.build(self.vectors_on(layer, device))
         return index
 
-    def _faiss_max(self, layer: int, q: Tensor, options: dict | None) -> Tensor:
-        from scenemetrics.puzzlesim.approximate import faiss_max
+    def faiss_index(self, layer: Any, faiss_options: Mapping | None) -> Any:
+        """The cached faiss index of ``layer`` for these options, or ``None`` (see :meth:`keep_faiss_index`)."""
+        return self._derived.get(("faiss", layer, repr(sorted((faiss_options or {}).items()))))
 
-        key = ("faiss", layer, repr(sorted((options or {}).items())))
-        vals, index = faiss_max(q, self._vectors[layer], options, self._derived.get(key))
-        self._derived[key] = index
-        return vals
-
-
-def search_method(screening: str, device: torch.device, k: int, need_grad: bool, precision: str = "float32") -> str:
-    """Which exact search a call runs: ``"plain"``, ``"bf16"`` (bf16-screened), ``"bound"`` (projection bound) or
-    ``"triton"`` (fused GPU kernel).
-
-    ``"off"`` -> plain (the exhaustive reference); ``"on"`` -> bf16-screened (float32, no gradients). ``"auto"``:
-    on CUDA the fused Triton kernel when Triton is installed; on a CPU with float32 and at least 4 blocks of
-    reference vectors, bf16-screened where the bf16 decision enables it and no gradient is needed, otherwise the
-    projection-bound search (which also gives the argmax for gradients); plain elsewhere.
-    """
-    if screening == "off":
-        return "plain"
-    if device.type == "cuda" and screening == "auto":
-        from scenemetrics.puzzlesim.triton_search import triton_available
-
-        return "triton" if triton_available(device) else "plain"
-    if precision != "float32":
-        return "plain"
-    if screening == "on":
-        return "bf16"
-    if device.type != "cpu" or k < 4 * _search.BLOCK:
-        return "plain"
-    if not need_grad and bool(_search.bf16_decision()["enabled"]):
-        return "bf16"
-    return "bound"
+    def keep_faiss_index(self, layer: Any, faiss_options: Mapping | None, index: Any) -> None:
+        """Cache a faiss index built over ``features(layer)`` for these options."""
+        self._derived[("faiss", layer, repr(sorted((faiss_options or {}).items())))] = index
 
 
-def unit_rows(f: Tensor) -> Tensor:
-    """``(B, C, h, w)`` features -> ``(B*h*w, C)`` rows scaled to unit length (norm clamped at 1e-12)."""
-    return F.normalize(f.permute(0, 2, 3, 1).reshape(-1, f.shape[1]), p=2, dim=1, eps=1e-12)
-
-
-def combine_layer_maps(
-    maps: dict[int, Tensor], layers: Sequence[int], weights: Sequence[float], shape: torch.Size, device: torch.device
-) -> Tensor:
-    """Eq. 3: ``sum_i w_i * Upsample(S_{l_i})`` (bilinear, ``align_corners=True``) at the size of ``shape[-2:]``."""
-    b, _, h, w = shape
-    if b == 0:
-        return torch.zeros(0, h, w, device=device)
-    total: Tensor | None = None
-    for layer, wgt in zip(layers, weights, strict=True):
-        # weight before upsampling, summed in layer order: the authors' order of operations
-        up = F.interpolate((maps[layer] * wgt).unsqueeze(1), size=(h, w), mode="bilinear", align_corners=True)
-        total = up if total is None else total + up
-    assert total is not None  # layers is never empty
-    return total.squeeze(1).to(device)
+def _describe(backbone: Any) -> str:
+    return repr(backbone) if isinstance(backbone, str) else f"a {type(backbone).__name__} module"

@@ -11,22 +11,15 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from scenemetrics.puzzlesim.backbone import canonical_backbone, validate_layers
-from scenemetrics.puzzlesim.memory import (
+from scenemetrics.puzzlesim.functional import memory_similarity_map
+from scenemetrics.puzzlesim.memory import PuzzleSimMemory
+from scenemetrics.puzzlesim.options import (
     DEFAULT_LAYER_WEIGHTS,
     DEFAULT_LAYERS,
-    PRECISIONS,
-    SCREENING,
-    SEARCHES,
     Precision,
-    PuzzleSimMemory,
+    PuzzleSimOptions,
     Screening,
     Search,
-    check_choice,
-    check_chunk_size,
-    check_layer_weights,
-    check_positive_int,
-    check_resize,
 )
 
 __all__ = ["PuzzleSim"]
@@ -51,6 +44,8 @@ class PuzzleSim(Metric):
         kwargs: passed to :class:`torchmetrics.Metric`.
 
     Attributes:
+        options: the validated :class:`~scenemetrics.puzzlesim.PuzzleSimOptions` (also readable one by one:
+            ``backbone``, ``layers``, ``layer_weights``, ``weights_path``, ...).
         memory: the reference memory, or ``None`` before :meth:`set_references`.
         last_maps: ``(B, H, W)`` maps of the last update (``None`` if ``keep_maps=False`` or nothing was scored).
 
@@ -74,6 +69,19 @@ class PuzzleSim(Metric):
     score_sum: Tensor
     num_images: Tensor
 
+    # the options as attributes (read-only views of :attr:`options`)
+    backbone = property(lambda self: self.options.backbone)
+    layers = property(lambda self: self.options.layers)
+    layer_weights = property(lambda self: self.options.layer_weights)
+    weights_path = property(lambda self: self.options.weights_path)
+    resize = property(lambda self: self.options.resize)
+    chunk_size = property(lambda self: self.options.chunk_size)
+    precision = property(lambda self: self.options.precision)
+    screening = property(lambda self: self.options.screening)
+    search = property(lambda self: self.options.search)
+    faiss_options = property(lambda self: self.options.faiss_options)
+    batch_size = property(lambda self: self.options.batch_size)
+
     def __init__(
         self,
         references: Tensor | Sequence[Tensor] | PuzzleSimMemory | None = None,
@@ -93,19 +101,19 @@ class PuzzleSim(Metric):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.backbone = canonical_backbone(backbone)
-        self.layers = validate_layers(self.backbone, layers)
-        self.layer_weights = check_layer_weights(layer_weights, self.layers)
-        self.weights_path = weights_path
-        self.resize = check_resize(resize)
-        self.chunk_size = check_chunk_size(chunk_size)
-        self.precision = check_choice(precision, "precision", tuple(PRECISIONS))
-        self.screening = check_choice(screening, "screening", SCREENING)
-        self.search = check_choice(search, "search", SEARCHES)
-        if screening == "on" and search == "faiss":
-            raise ValueError("`screening`='on' cannot be combined with `search`='faiss' (faiss is approximate)")
-        self.faiss_options = faiss_options
-        self.batch_size = check_positive_int(batch_size, "batch_size")
+        self.options = PuzzleSimOptions(
+            backbone=backbone,
+            layers=layers,
+            layer_weights=layer_weights,
+            weights_path=weights_path,
+            resize=resize,
+            chunk_size=chunk_size,
+            precision=precision,
+            screening=screening,
+            search=search,
+            faiss_options=faiss_options,
+            batch_size=batch_size,
+        )
         self.keep_maps = bool(keep_maps)
         self.add_state("score_sum", torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
         self.add_state("num_images", torch.tensor(0, dtype=torch.int64), dist_reduce_fx="sum")
@@ -125,27 +133,11 @@ class PuzzleSim(Metric):
                 this metric's backbone, weights_path, resize, precision and (a superset of) its layers.
         """
         if isinstance(references, PuzzleSimMemory):
-            references.check_compatible(
-                backbone=self.backbone,
-                layers=self.layers,
-                weights_path=self.weights_path,
-                resize=self.resize,
-                precision=self.precision,
-            )
-            self.memory = references
-            return
-        first = references if isinstance(references, Tensor) else next(iter(references), None)
-        device = first.device if isinstance(first, Tensor) and first.device.type != "cpu" else self.device
-        self.memory = PuzzleSimMemory(
-            references,
-            backbone=self.backbone,
-            layers=self.layers,
-            weights_path=self.weights_path,
-            resize=self.resize,
-            precision=self.precision,
-            device=device,
-            batch_size=self.batch_size,
-        )
+            device = None
+        else:
+            first = references if isinstance(references, Tensor) else next(iter(references), None)
+            device = first.device if isinstance(first, Tensor) and first.device.type != "cpu" else self.device
+        self.memory = PuzzleSimMemory.adopt_or_build(references, self.options, device=device)
 
     def update(self, images: Tensor) -> None:
         """Score a batch of test images ``(B, 3, H, W)`` / ``(3, H, W)`` (float in [0, 1] or uint8)."""
@@ -158,15 +150,7 @@ class PuzzleSim(Metric):
             )
             self.last_maps = None
             return
-        maps = self.memory.similarity_map(
-            images,
-            layers=self.layers,
-            layer_weights=self.layer_weights,
-            chunk_size=self.chunk_size,
-            screening=self.screening,
-            search=self.search,
-            faiss_options=self.faiss_options,
-        ).detach()
+        maps = memory_similarity_map(self.memory, images, self.options).detach()
         if maps.shape[0]:
             self.score_sum += maps.mean(dim=(1, 2)).to(self.score_sum.device, torch.float64).sum()
             self.num_images += maps.shape[0]
