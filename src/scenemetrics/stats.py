@@ -51,7 +51,6 @@ def check_finite(x: np.ndarray, name: str) -> None:
         )
 
 
-
 class Separation(NamedTuple):
     """Mean score on positives and negatives, and the AUC of telling them apart (see :func:`separation`).
 
@@ -136,5 +135,3 @@ def separation(scores_pos: Any, scores_neg: Any, *, higher_is_positive: bool) ->
         n_pos=len(pos),
         n_neg=len(neg),
     )
-
-
