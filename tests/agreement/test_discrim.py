@@ -112,3 +112,15 @@ def test_linear_probe_bad_inputs() -> None:
         linear_probe_auc(x, y, x, y, l2=-1.0)
     with pytest.raises(ValueError, match="sample_weight must have one weight"):
         linear_probe_auc(x, y, x, y, sample_weight=[1.0])
+
+
+def test_separation_statistics_live_in_the_core_module():
+    # PRISM's head study and the agreement tools share one implementation, below both rooms
+    import scenemetrics.agreement.discrim as discrim
+    import scenemetrics.stats as stats
+    from scenemetrics import agreement
+
+    for name in ("auc", "separation", "Separation"):
+        assert getattr(agreement, name) is getattr(stats, name)
+        assert getattr(discrim, name) is getattr(stats, name)
+    assert stats.separation([0.3, 0.2], [0.7, 0.8], higher_is_positive=False) == stats.Separation(0.25, 0.75, 1.0, 2, 2)

@@ -87,6 +87,26 @@ def test_loaded_by_name(nano_ckpt) -> None:
     assert float(loss_fn(refs)) < 1e-5
 
 
+def test_lives_in_the_osim_room_and_every_old_path_still_works() -> None:
+    import scenemetrics.losses.osim as old_module
+    from scenemetrics.osim.loss import OSIMLoss as RoomLoss
+
+    assert OSIMLoss is RoomLoss is old_module.OSIMLoss is sm.losses.OSIMLoss is sm.osim.OSIMLoss
+
+
+def test_metric_and_loss_hold_the_detector_the_same_way(nano, nano_ckpt) -> None:
+    # one holder (osim.detector.FrozenDetector) for both: same cached model, same checks, same messages
+    metric = sm.OSIM(detector="yolox_nano", weights_path=nano_ckpt)
+    loss_fn = OSIMLoss(detector="yolox_nano", weights_path=nano_ckpt)
+    assert loss_fn.model is metric.model is sm.osim.load_detector("yolox_nano", nano_ckpt)
+    assert not loss_fn.model.training and not any(p.requires_grad for p in loss_fn.model.parameters())
+    for make in (sm.OSIM, OSIMLoss):
+        with pytest.raises(ValueError, match=r"`model` must be a scenemetrics\.osim\.YOLOX"):
+            make(model=torch.nn.Identity())
+        with pytest.raises(ValueError, match=r"num_classes=3 was asked for.*head of 80 classes"):
+            make(model=nano, num_classes=3)
+
+
 @pytest.mark.gpu
 def test_cuda(nano_ckpt) -> None:
     refs = images(1, seed=37)

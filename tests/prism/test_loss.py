@@ -80,3 +80,11 @@ def test_sgd_on_pred_reduces_the_loss(extractor64, head):
 def test_extractor_and_head_stay_out_of_the_state_dict(extractor64, head):
     loss_fn = PRISMLoss(extractor64, head)
     assert loss_fn.state_dict() == {} and list(loss_fn.parameters()) == []
+
+
+def test_lives_in_the_prism_room_and_every_old_path_still_works():
+    import scenemetrics as sm
+    import scenemetrics.losses.prism as old_module
+    from scenemetrics.prism.loss import PRISMLoss as RoomLoss
+
+    assert PRISMLoss is RoomLoss is old_module.PRISMLoss is sm.prism.PRISMLoss is sm.losses.PRISMLoss

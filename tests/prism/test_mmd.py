@@ -339,3 +339,25 @@ def test_ddp_gathers_embeddings_even_from_an_empty_rank():
     for _, one_empty, both in results:
         assert abs(one_empty - expected) <= 1e-6 * abs(expected)
         assert abs(both - expected) <= 1e-6 * abs(expected)
+
+
+def test_head_and_anchor_files_share_one_reader_that_names_the_file(tmp_path):
+    # one safetensors reader serves both kinds: each checks its own format tag, so neither file passes for the other
+    import re
+
+    from scenemetrics.prism import ProjectionHead
+
+    head_path, anchors_path = tmp_path / "head.safetensors", tmp_path / "anchors.safetensors"
+    ProjectionHead(in_dim=4, out_dim=3, hidden_dim=5).save(head_path)
+    save_anchors(torch.randn(6, 3), anchors_path)
+    with pytest.raises(ValueError, match=re.escape(f"{str(head_path)!r} is not a PRISM anchor file")):
+        load_anchors(head_path)
+    with pytest.raises(ValueError, match=re.escape(f"{str(anchors_path)!r} is not a PRISM head file")):
+        ProjectionHead.load(anchors_path)
+    for load in (load_anchors, ProjectionHead.load):
+        with pytest.raises(FileNotFoundError, match=r"missing\.safetensors"):
+            load(tmp_path / "missing.safetensors")
+    (tmp_path / "pickle.pt").write_bytes(b"\x80\x04K\x01.")  # a pickle: never unpickled, refused as unreadable
+    for load in (load_anchors, ProjectionHead.load):
+        with pytest.raises(ValueError, match=r"pickle\.pt'? is not a readable safetensors file"):
+            load(tmp_path / "pickle.pt")

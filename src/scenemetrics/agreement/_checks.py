@@ -1,5 +1,5 @@
 """Input conversion shared by the agreement modules: array-likes (numpy, lists, torch tensors on any device) to
-float64 numpy, with errors that name the argument."""
+float64 numpy, with errors that name the argument (the converters themselves live in :mod:`scenemetrics.stats`)."""
 
 from __future__ import annotations
 
@@ -8,37 +8,11 @@ from typing import Any
 
 import numpy as np
 
+from scenemetrics.stats import as_1d, check_finite, to_numpy
+
+__all__ = ["NAN_POLICIES", "as_1d", "check_finite", "check_nan_policy", "comparison_table", "paired", "to_numpy"]
+
 NAN_POLICIES = ("raise", "omit")
-
-
-def to_numpy(x: Any, name: str) -> np.ndarray:
-    """``x`` as a float64 numpy array (torch tensors are detached and moved to the CPU)."""
-    if hasattr(x, "detach") and hasattr(x, "cpu"):  # a torch tensor, without importing torch
-        x = x.detach().cpu().double().numpy()
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be numeric, got {type(x).__name__} ({err}).") from None
-    return arr
-
-
-def as_1d(x: Any, name: str) -> np.ndarray:
-    """``x`` as a 1-D float64 array; anything that is not 1-D raises ``ValueError`` naming ``name``."""
-    arr = to_numpy(x, name)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D (one value per sample), got shape {tuple(arr.shape)}.")
-    return arr
-
-
-def check_finite(x: np.ndarray, name: str) -> None:
-    """Raise ``ValueError`` naming ``name`` and the first non-finite index."""
-    bad = ~np.isfinite(x)
-    if bad.any():
-        k = np.argwhere(bad)[0]
-        idx = ", ".join(str(int(v)) for v in k)
-        raise ValueError(
-            f"{name}[{idx}] = {x[tuple(k)]} is not finite; clean the data or pass nan_policy='omit' where offered."
-        )
 
 
 def check_nan_policy(nan_policy: str) -> None:

@@ -1,7 +1,13 @@
 """Differentiable soft relaxations of scenemetrics metrics, as ``nn.Module`` losses (lower is better).
 
-Each loss lives in the module of its room's name (``losses/puzzlesim.py``, ``losses/osim.py``, ``losses/prism.py``)
-and is imported lazily.
+Each loss lives in its room (``scenemetrics.osim.loss``, ``scenemetrics.prism.loss``, ...) next to the metric it
+relaxes; this package re-exports them lazily under one name space (``sm.losses.OSIMLoss``), so importing it costs
+nothing until a loss is used.
+
+Example:
+    >>> import scenemetrics as sm
+    >>> sm.losses.OSIMLoss is sm.osim.OSIMLoss
+    True
 """
 
 from __future__ import annotations
@@ -10,8 +16,8 @@ from scenemetrics._lazy import lazy_exports
 
 _LOSSES = {
     "SoftPuzzleSimLoss": "scenemetrics.losses.puzzlesim",
-    "OSIMLoss": "scenemetrics.losses.osim",
-    "PRISMLoss": "scenemetrics.losses.prism",
+    "OSIMLoss": "scenemetrics.osim.loss",
+    "PRISMLoss": "scenemetrics.prism.loss",
 }
 
 

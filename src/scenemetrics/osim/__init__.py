@@ -30,9 +30,11 @@ _EXPORTS = {
     "OSIMResult": "scenemetrics.osim.functional",
     "scene_score": "scenemetrics.osim.functional",
     "box_to_span": "scenemetrics.osim.functional",
-    "load_detector": "scenemetrics.osim.functional",
+    "load_detector": "scenemetrics.osim.detector",
+    "FrozenDetector": "scenemetrics.osim.detector",
     "gbvs": "scenemetrics.osim.saliency",
     "OSIM": "scenemetrics.osim.metric",
+    "OSIMLoss": "scenemetrics.osim.loss",
     "draw_low_objects": "scenemetrics.osim.viz",
     "low_objects_picture": "scenemetrics.osim.viz",
 }

@@ -25,23 +25,16 @@ import os
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from scenemetrics import hub
+from scenemetrics.checks import check_choice, check_number
 from scenemetrics.image import check_images
+from scenemetrics.osim.detector import check_model, check_model_classes, clear_detector_cache, load_detector
 from scenemetrics.osim.saliency import gbvs
-from scenemetrics.osim.yolox import (
-    COCO_CLASSES,
-    FEATURE_LAYERS,
-    YOLOX,
-    Letterbox,
-    _letterbox_tensor,
-    normalize_variant,
-)
+from scenemetrics.osim.yolox import COCO_CLASSES, FEATURE_LAYERS, YOLOX, Letterbox, letterbox_tensor
 
 __all__ = [
     "SALIENCY_MODES",
@@ -183,58 +176,6 @@ class OSIMResult:
             r_sum, s_sum, count = _class_sums(self.classes[sel], self.r[sel], self.s[sel], num_classes)
             out.append(float(scene_score(r_sum, s_sum, count, warn=False)))
         return out
-
-
-# --------------------------------------------------------------------------------------------------------------
-# detector cache
-
-_DETECTORS: dict[tuple[str, str, int, int, str], YOLOX] = {}
-
-DetectorKey = tuple[str, "str | os.PathLike | None", "int | None"]
-
-
-def load_detector(
-    detector: str = "yolox_x",
-    weights_path: str | os.PathLike | None = None,
-    device: str | torch.device | None = None,
-    *,
-    num_classes: int | None = None,
-) -> YOLOX:
-    """A YOLOX checkpoint (official or your own) as a frozen model, loaded once per ``(variant, file, device)``.
-
-    Args:
-        detector: YOLOX variant.
-        weights_path: checkpoint file or folder (``None``: the scenemetrics cache, downloading on first use).
-        device: where the model runs (default CPU).
-        num_classes: head size; ``None`` reads it from the checkpoint (see :meth:`YOLOX.from_official`).
-
-    Raises:
-        scenemetrics.hub.WeightsNotFoundError: no checkpoint (offline or failed download).
-        ValueError: unknown variant, a checkpoint of another variant or head size, or one that does not match.
-    """
-    variant = normalize_variant(detector)
-    path = Path(hub.resolve_weights(f"osim/{variant}", weights_path))
-    dev = torch.device(device) if device is not None else torch.device("cpu")
-    st = path.stat()
-    key = (variant, str(path.resolve()), st.st_mtime_ns, -1 if num_classes is None else num_classes, str(dev))
-    if key not in _DETECTORS:
-        _DETECTORS[key] = YOLOX.from_official(variant, weights_path=path, num_classes=num_classes, device=dev)
-    return _DETECTORS[key]
-
-
-def _detector_on(model: YOLOX, device: torch.device, cache_key: DetectorKey | None) -> YOLOX:
-    """``model`` on ``device``: a cached detector is swapped for the cache's copy on that device (the cached
-    instance itself never moves, other users share it); a user's model is moved."""
-    if model.device == device:
-        return model
-    if cache_key is not None:
-        return load_detector(cache_key[0], cache_key[1], device, num_classes=cache_key[2])
-    return model.to(device)
-
-
-def clear_detector_cache() -> None:
-    """Forget the detectors :func:`load_detector` keeps (frees their memory)."""
-    _DETECTORS.clear()
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -383,20 +324,14 @@ def _saliency_maps(content: Tensor, saliency: str | SaliencyFn) -> Tensor:
 
 
 def _check_options(layer: str, saliency: str | SaliencyFn, conf_threshold: float, nms_threshold: float) -> None:
-    if layer not in FEATURE_LAYERS:
-        raise ValueError(f"`layer` must be one of {', '.join(FEATURE_LAYERS)}; received {layer!r}")
+    check_choice(layer, "layer", FEATURE_LAYERS)
     if not callable(saliency) and saliency not in SALIENCY_MODES:
-        raise ValueError(f"`saliency` must be one of {', '.join(SALIENCY_MODES)} or a callable; received {saliency!r}")
-    for name, v in (("conf_threshold", conf_threshold), ("nms_threshold", nms_threshold)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
-            raise ValueError(f"`{name}` must be a number; received {v!r}")
-    # detection scores lie in [0, 1]: a conf_threshold above 1 keeps no detection (the empty-scene result)
-    if not 0.0 <= conf_threshold < math.inf:
         raise ValueError(
-            f"`conf_threshold` must be a finite number >= 0 (scores lie in [0, 1]); received {conf_threshold!r}"
+            f"`saliency` must be one of {', '.join(map(repr, SALIENCY_MODES))} or a callable; received {saliency!r}"
         )
-    if not 0.0 < nms_threshold <= 1.0:
-        raise ValueError(f"`nms_threshold` must be an IoU in (0, 1]; received {nms_threshold!r}")
+    # detection scores lie in [0, 1]: a conf_threshold above 1 keeps no detection (the empty-scene result)
+    check_number(conf_threshold, "conf_threshold", low=0.0)
+    check_number(nms_threshold, "nms_threshold", low=0.0, high=1.0, low_open=True)
 
 
 def _check_pair(preds: Tensor, target: Tensor, *, check_range: bool = True) -> tuple[Tensor, Tensor]:
@@ -419,23 +354,12 @@ def _resolve_model(
 ) -> YOLOX:
     if model is None:
         return load_detector(detector, weights_path, device, num_classes=num_classes)
-    if not isinstance(model, YOLOX):
-        raise ValueError(f"`model` must be a scenemetrics.osim.YOLOX or None; received {type(model).__name__}")
-    check_model_classes(model, num_classes)
+    check_model_classes(check_model(model), num_classes)
     if model.device != device:
         raise ValueError(
             f"`model` is on {model.device} but the images are on {device}; move one of them (model.to(device))"
         )
     return model
-
-
-def check_model_classes(model: YOLOX, num_classes: int | None) -> None:
-    """Raise ``ValueError`` when a given ``num_classes`` differs from the head of an injected ``model``."""
-    if num_classes is not None and num_classes != model.num_classes:
-        raise ValueError(
-            f"num_classes={num_classes} was asked for, but the given `model` has a head of {model.num_classes} "
-            "classes; pass num_classes=None or the model's size"
-        )
 
 
 def _empty_result(
@@ -494,11 +418,11 @@ def _osim(
         return _empty_result(num_classes, t.device, float("nan"), (0, 0), names)
 
     S = yolox.input_size
-    lb_ref = _letterbox_tensor(t, S, True)
+    lb_ref = letterbox_tensor(t, S, True)
     out = yolox.detect_letterbox(lb_ref, conf_threshold=conf_threshold, nms_threshold=nms_threshold, layers=(layer,))
     f_ref = out.features[layer]
     with torch.no_grad():
-        f_test = yolox.extract(_letterbox_tensor(p, S, True).canvas, (layer,))[layer]
+        f_test = yolox.extract(letterbox_tensor(p, S, True).canvas, (layer,))[layer]
         cos = F.cosine_similarity(f_ref, f_test, dim=1, eps=1e-8)  # (B, H_f, W_f)
     h_c, w_c = lb_ref.content_size
     dets = out.detections

@@ -15,16 +15,14 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from scenemetrics.osim.detector import FrozenDetector
 from scenemetrics.osim.functional import (
     OSIMResult,
     SaliencyFn,
     _check_options,
     _check_pair,
-    _detector_on,
     _osim,
-    check_model_classes,
     class_name,
-    load_detector,
     resolve_class_names,
     scene_score,
 )
@@ -94,16 +92,10 @@ class OSIM(Metric):
     ) -> None:
         super().__init__(**kwargs)
         _check_options(layer, saliency, conf_threshold, nms_threshold)
-        if model is not None and not isinstance(model, YOLOX):
-            raise ValueError(f"`model` must be a scenemetrics.osim.YOLOX or None; received {type(model).__name__}")
-        if model is not None:
-            check_model_classes(model, num_classes)
-        yolox = model if model is not None else load_detector(detector, weights_path, num_classes=num_classes)
-        self.class_names = resolve_class_names(class_names, yolox.num_classes)
-        yolox.eval().requires_grad_(False)
         # a plain attribute, not a submodule: the detector stays out of state_dict() and parameters()
-        object.__setattr__(self, "_detector", yolox)
-        self._cache_key = (detector, weights_path, num_classes) if model is None else None
+        self._frozen = FrozenDetector(detector, weights_path, model=model, num_classes=num_classes)
+        yolox = self._frozen.model
+        self.class_names = resolve_class_names(class_names, yolox.num_classes)
         self.detector = yolox.variant
         self.layer = layer
         self.conf_threshold = float(conf_threshold)
@@ -118,16 +110,13 @@ class OSIM(Metric):
     @property
     def model(self) -> YOLOX:
         """The frozen detector."""
-        return self._detector
+        return self._frozen.model
 
     def _apply(self, fn: Callable[[Tensor], Tensor], *args: Any, **kwargs: Any) -> OSIM:
         out = super()._apply(fn, *args, **kwargs)
         # only follow device moves: a .half()/.double() of the metric must not change the detector's dtype
-        self._move_detector(self.device)
+        self._frozen.to(self.device)
         return out
-
-    def _move_detector(self, device: torch.device) -> None:
-        object.__setattr__(self, "_detector", _detector_on(self._detector, device, self._cache_key))
 
     def update(self, preds: Tensor, target: Tensor) -> None:
         """Add views: ``preds`` (renders) and ``target`` (references), ``(B, 3, H, W)`` of the same shape.
@@ -137,7 +126,7 @@ class OSIM(Metric):
         p, t = _check_pair(preds, target)
         if t.shape[0] == 0:
             return
-        self._move_detector(t.device)
+        self._frozen.to(t.device)
         with torch.no_grad():
             result = _osim(
                 p,
@@ -148,7 +137,7 @@ class OSIM(Metric):
                 nms_threshold=self.nms_threshold,
                 saliency=self.saliency,
                 weights_path=None,
-                model=self._detector,
+                model=self._frozen.model,
                 warn=False,
                 class_names=self.class_names,
             )

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from scenemetrics.checks import check_positive_int
 from scenemetrics.image import check_images
 
 __all__ = [
@@ -355,8 +356,7 @@ def _check_options(channels: str, levels: Sequence[int], map_size: int) -> tuple
     lv = tuple(levels)
     if not lv or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in lv):
         raise ValueError(f"`levels` must be a non-empty sequence of pyramid levels >= 1; received {levels!r}")
-    if isinstance(map_size, bool) or not isinstance(map_size, int) or map_size < 1:
-        raise ValueError(f"`map_size` must be a positive int; received {map_size!r}")
+    check_positive_int(map_size, "map_size")
     return chans, lv
 
 

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from scenemetrics.checks import check_int
 from scenemetrics.osim.functional import OSIMResult, box_spans, class_name
 from scenemetrics.viz import Picture, font, panel, to_uint8
 
@@ -174,8 +175,7 @@ def low_objects_picture(
         >>> low_objects_picture(torch.zeros(3, 8, 8), res).info["notice"]
         'No object scores below the scene OSIM 0.4000.'
     """
-    if isinstance(max_labels, bool) or not isinstance(max_labels, int) or max_labels < 0:
-        raise ValueError(f"`max_labels` must be an int >= 0; received {max_labels!r}")
+    check_int(max_labels, "max_labels", low=0)
     base = draw_low_objects(image, result, image_index=image_index, threshold=float("nan"))  # checks, no drawing
     from PIL import Image, ImageDraw
 

@@ -44,6 +44,7 @@ __all__ = [
     "decode_outputs",
     "infer_variant",
     "letterbox",
+    "letterbox_tensor",
     "normalize_variant",
     "postprocess",
     "random_checkpoint",
@@ -367,8 +368,16 @@ def _check_input_size(input_size: int) -> int:
     return input_size
 
 
-def _letterbox_tensor(x: Tensor, input_size: int, quantize: bool) -> Letterbox:
-    """Letterbox an already validated float ``(B, 3, H, W)`` RGB batch (values not range-checked here)."""
+def letterbox_tensor(x: Tensor, input_size: int, quantize: bool) -> Letterbox:
+    """:func:`letterbox` of an already validated float ``(B, 3, H, W)`` RGB batch: no image checks here (values are
+    not range-checked), so a render an optimiser pushed slightly outside [0, 1] keeps its gradient path.
+
+    Example:
+        >>> import torch
+        >>> x = torch.rand(1, 3, 375, 500)
+        >>> bool(torch.equal(letterbox_tensor(x, 640, True).canvas, letterbox(x).canvas))
+        True
+    """
     S = _check_input_size(input_size)
     H, W = int(x.shape[-2]), int(x.shape[-1])
     r = min(S / H, S / W)
@@ -416,7 +425,7 @@ def letterbox(images: Tensor, input_size: int = 640, *, quantize: bool = True) -
         (1.28, (480, 640), torch.Size([1, 3, 640, 640]))
     """
     x = check_images(images, "images", check_range=quantize)
-    return _letterbox_tensor(x, input_size, quantize)
+    return letterbox_tensor(x, input_size, quantize)
 
 
 def decode_outputs(levels: Sequence[Tensor], strides: Sequence[int] = (8, 16, 32)) -> Tensor:
@@ -730,7 +739,7 @@ class YOLOX(nn.Module):
             A :class:`YOLOXOutput`; boxes are given in original-image pixels and in letterbox pixels.
         """
         x = check_images(images, "images", check_range=quantize)
-        lb = _letterbox_tensor(x.to(self.device), input_size or self.input_size, quantize)
+        lb = letterbox_tensor(x.to(self.device), input_size or self.input_size, quantize)
         return self.detect_letterbox(lb, conf_threshold=conf_threshold, nms_threshold=nms_threshold, layers=layers)
 
     def detect_letterbox(
@@ -821,7 +830,7 @@ def _randomize(model: YOLOX, g: torch.Generator, calibrate: bool, calib_size: in
         return
     # One train-mode pass with cumulative averaging sets every running mean/var to the batch statistics of a few
     # synthetic images, so the eval-mode network neither explodes nor collapses.
-    canvas = _letterbox_tensor(synthetic_images(4, calib_size, seed=seed), calib_size, True).canvas
+    canvas = letterbox_tensor(synthetic_images(4, calib_size, seed=seed), calib_size, True).canvas
     bns = [m for m in model.modules() if isinstance(m, nn.BatchNorm2d)]
     for bn in bns:
         bn.reset_running_stats()

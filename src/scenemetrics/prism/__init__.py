@@ -42,6 +42,7 @@ _NAMES = {
     "load_anchors": "mmd",
     "PRISMDistance": "metric",
     "PRISMMMD": "metric",
+    "PRISMLoss": "loss",
     "build_feature_cache": "data",
     "read_feature_cache": "data",
     "mask_weight": "data",

@@ -27,6 +27,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from scenemetrics.checks import check_int, check_positive_int
+
 __all__ = [
     "CACHE_FORMAT",
     "DATASET_FORMAT",
@@ -193,8 +195,8 @@ def enumerate_triplets(
     if split is not None and split not in SPLITS:
         raise ValueError(f"`split` must be one of {SPLITS} or None; received {split!r}")
     _check_thresholds(min_mask_area, full_mask_area)
-    if max_misaligned is not None and (isinstance(max_misaligned, bool) or max_misaligned < 0):
-        raise ValueError(f"`max_misaligned` must be None or a non-negative int; received {max_misaligned!r}")
+    if max_misaligned is not None:
+        check_int(max_misaligned, "max_misaligned", low=0)
     anchors = [a for a in index["anchors"] if split is None or a.get("split", "train") == split]
     return _triplets(anchors, min_mask_area, full_mask_area, max_misaligned)
 
@@ -361,8 +363,7 @@ def build_feature_cache(
 
     if store_dtype not in ("float16", "float32"):
         raise ValueError(f"`store_dtype` must be 'float16' or 'float32'; received {store_dtype!r}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"`batch_size` must be a positive int; received {batch_size!r}")
+    check_positive_int(batch_size, "batch_size")
     root = Path(dataset_dir)
     anchors = read_dataset(root)
     rows: list[dict[str, Any]] = []

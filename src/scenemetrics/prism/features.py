@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from scenemetrics.checks import check_int, check_positive_int
 from scenemetrics.image import check_images
 from scenemetrics.prism.zero123 import (
     check_pose,
@@ -39,9 +40,11 @@ __all__ = [
     "CLIP_MEAN",
     "CLIP_STD",
     "Zero123Features",
+    "attach_frozen",
     "block_channels",
     "embed_features",
     "load_view",
+    "move_frozen",
     "prism_distance",
     "prism_embed",
 ]
@@ -121,10 +124,8 @@ class Zero123Features(nn.Module):
         alphas = torch.as_tensor(alphas_cumprod).detach().to("cpu", torch.float32)
         if alphas.ndim != 1 or alphas.numel() == 0:
             raise ValueError(f"`alphas_cumprod` must be a non-empty 1-D tensor; received shape {tuple(alphas.shape)}")
-        if isinstance(timestep, bool) or not isinstance(timestep, int) or not 0 <= timestep < alphas.numel():
-            raise ValueError(f"`timestep` must be an int in [0, {alphas.numel() - 1}]; received {timestep!r}")
-        if isinstance(noise_seed, bool) or not isinstance(noise_seed, int):
-            raise ValueError(f"`noise_seed` must be an int; received {noise_seed!r}")
+        check_int(timestep, "timestep", low=0, high=alphas.numel() - 1)
+        check_int(noise_seed, "noise_seed")
         if isinstance(image_size, bool) or not isinstance(image_size, int) or image_size <= 0 or image_size % 64:
             raise ValueError(
                 f"`image_size` must be a positive multiple of 64 (the VAE downsamples by 8 and the U-Net three more "
@@ -132,8 +133,7 @@ class Zero123Features(nn.Module):
             )
         if clip_image_size is None:
             clip_image_size = int(image_encoder.config.image_size)
-        if isinstance(clip_image_size, bool) or not isinstance(clip_image_size, int) or clip_image_size <= 0:
-            raise ValueError(f"`clip_image_size` must be a positive int; received {clip_image_size!r}")
+        check_positive_int(clip_image_size, "clip_image_size")
         n_down, n_up = len(unet.down_blocks), len(unet.up_blocks)
         if n_down != 4 or n_up != 4:
             raise ValueError(f"PRISM needs a U-Net with 4 down and 4 up blocks; this one has {n_down} and {n_up}")
@@ -411,6 +411,14 @@ def attach_frozen(owner: nn.Module, extractor: nn.Module | None, head: nn.Module
             module.requires_grad_(False)
     owner.__dict__["extractor"] = extractor
     owner.__dict__["head"] = head
+
+
+def move_frozen(owner: nn.Module, device: torch.device) -> None:
+    """Move the extractor and head :func:`attach_frozen` put on ``owner`` to ``device`` (called from the owner's
+    ``_apply``, so ``owner.to(device)`` moves them although they are not submodules)."""
+    for module in (owner.__dict__.get("extractor"), owner.__dict__.get("head")):
+        if module is not None:
+            module.to(device)
 
 
 def embed_features(features: Tensor, head: nn.Module | None) -> Tensor:

@@ -21,18 +21,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from scenemetrics.checks import check_positive_int
+
 __all__ = ["HEAD_FORMAT", "ProjectionHead"]
 
 HEAD_FORMAT = "scenemetrics.prism.head/1"
 """The ``format`` metadata string of a head file."""
 
 _KEYS = ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")
-
-
-def _positive_int(value: int, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"`{name}` must be a positive int; received {value!r}")
-    return value
 
 
 class ProjectionHead(nn.Module):
@@ -55,9 +51,9 @@ class ProjectionHead(nn.Module):
 
     def __init__(self, in_dim: int = 8320, out_dim: int = 2048, hidden_dim: int = 2048) -> None:
         super().__init__()
-        self.in_dim = _positive_int(in_dim, "in_dim")
-        self.out_dim = _positive_int(out_dim, "out_dim")
-        self.hidden_dim = _positive_int(hidden_dim, "hidden_dim")
+        self.in_dim = check_positive_int(in_dim, "in_dim")
+        self.out_dim = check_positive_int(out_dim, "out_dim")
+        self.hidden_dim = check_positive_int(hidden_dim, "hidden_dim")
         self.fc1 = nn.Linear(in_dim, hidden_dim)
         self.fc2 = nn.Linear(hidden_dim, out_dim)
         self.metadata: dict[str, str] = {}  # the metadata strings of the file it was loaded from
@@ -112,23 +108,10 @@ class ProjectionHead(nn.Module):
             >>> from scenemetrics.prism import ProjectionHead
             >>> head = ProjectionHead.load("runs/head/head.safetensors")  # doctest: +SKIP
         """
-        from scenemetrics.prism.zero123 import require_extra
+        from scenemetrics.prism.files import read_prism_file
 
-        (safetensors,) = require_extra("ProjectionHead.load", ("safetensors",))
         path = os.fspath(path)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"PRISM head file {path!r} does not exist")
-        try:
-            with safetensors.safe_open(path, framework="pt", device="cpu") as f:
-                meta = f.metadata() or {}
-                tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open has no __iter__)
-        except Exception as err:
-            raise ValueError(f"{path!r} is not a readable safetensors file: {err}") from err
-        if meta.get("format") != HEAD_FORMAT:
-            raise ValueError(
-                f"{path!r} is not a PRISM head file: its metadata format is {meta.get('format')!r}, expected "
-                f"{HEAD_FORMAT!r}"
-            )
+        tensors, meta = read_prism_file(path, HEAD_FORMAT, what="PRISM head", caller="ProjectionHead.load")
         try:
             dims = {k: int(meta[k]) for k in ("in_dim", "hidden_dim", "out_dim")}
         except (KeyError, ValueError) as err:

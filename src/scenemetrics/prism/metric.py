@@ -33,7 +33,14 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 from torchmetrics.utilities.distributed import gather_all_tensors
 
-from scenemetrics.prism.features import Zero123Features, attach_frozen, embed_features, prism_distance, prism_embed
+from scenemetrics.prism.features import (
+    Zero123Features,
+    attach_frozen,
+    embed_features,
+    move_frozen,
+    prism_distance,
+    prism_embed,
+)
 from scenemetrics.prism.mmd import check_bandwidth, check_chunk_size, mmd_rbf_with_bandwidth, read_anchors
 from scenemetrics.prism.mmd import save_anchors as _save_anchors_file
 
@@ -48,11 +55,8 @@ class _FrozenHelpers(Metric):
 
     def _apply(self, fn: Callable, exclude_state: Any = "") -> Metric:
         this = super()._apply(fn, exclude_state)
-        device = this.device
-        for module in (this.__dict__.get("extractor"), this.__dict__.get("head")):
-            if module is not None:
-                module.to(device)
-        self._move_extra(device)
+        move_frozen(this, this.device)
+        self._move_extra(this.device)
         return this
 
     def _move_extra(self, device: torch.device) -> None:

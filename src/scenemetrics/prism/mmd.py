@@ -27,6 +27,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from scenemetrics.checks import check_positive_int
+
 __all__ = [
     "ANCHORS_FORMAT",
     "check_bandwidth",
@@ -75,9 +77,7 @@ def _check_sets(x: Tensor, y: Tensor) -> torch.dtype:
 
 def check_chunk_size(chunk_size: int) -> int:
     """Validate ``chunk_size`` (a positive int) or raise ``ValueError``."""
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-        raise ValueError(f"`chunk_size` must be a positive int; received {chunk_size!r}")
-    return chunk_size
+    return check_positive_int(chunk_size, "chunk_size")
 
 
 def check_bandwidth(bandwidth: str | float) -> str | float:
@@ -429,27 +429,15 @@ def save_anchors(
 
 def read_anchors(path: str | os.PathLike) -> tuple[Tensor, dict[str, str]]:
     """Like :func:`load_anchors`, also returning the file's metadata strings."""
-    from scenemetrics.prism.zero123 import require_extra
+    from scenemetrics.prism.files import read_prism_file
 
-    (safetensors,) = require_extra("load_anchors", ("safetensors",))
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"anchor file {path!r} does not exist")
-    try:
-        with safetensors.safe_open(path, framework="pt", device="cpu") as f:
-            meta = f.metadata() or {}
-            keys = list(f.keys())
-            tensor = f.get_tensor("anchors") if "anchors" in keys else None
-    except Exception as err:
-        raise ValueError(f"{path!r} is not a readable safetensors file: {err}") from err
-    if meta.get("format") != ANCHORS_FORMAT:
-        raise ValueError(
-            f"{path!r} is not a PRISM anchor file: its metadata format is {meta.get('format')!r}, expected "
-            f"{ANCHORS_FORMAT!r}"
-        )
+    tensors, meta = read_prism_file(path, ANCHORS_FORMAT, what="PRISM anchor", caller="load_anchors")
+    keys = list(tensors)
+    tensor = tensors.get("anchors")
     if tensor is None or tensor.ndim != 2 or not tensor.is_floating_point():
         raise ValueError(f"{path!r}: an anchor file holds one floating (N, E) tensor 'anchors'; received {keys}")
-    return tensor.float(), dict(meta)
+    return tensor.float(), meta
 
 
 def load_anchors(path: str | os.PathLike) -> Tensor:

@@ -41,6 +41,7 @@ except ImportError as _err:  # pragma: no cover - exercised only without the ext
         "missing)"
     ) from _err
 
+from scenemetrics.checks import check_int, check_number, check_positive, check_positive_int
 from scenemetrics.prism.data import _check_thresholds, _triplets, read_feature_cache
 from scenemetrics.prism.head import ProjectionHead
 
@@ -168,13 +169,11 @@ class PRISMFeatureDataModule(L.LightningDataModule):
         max_misaligned: int | None = None,
     ) -> None:
         super().__init__()
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"`batch_size` must be a positive int; received {batch_size!r}")
-        if not 0.0 <= float(val_fraction) < 1.0:
-            raise ValueError(f"`val_fraction` must be in [0, 1); received {val_fraction!r}")
+        check_positive_int(batch_size, "batch_size")
+        check_number(val_fraction, "val_fraction", low=0.0, high=1.0, high_open=True)
         _check_thresholds(min_mask_area, full_mask_area)
-        if max_misaligned is not None and (isinstance(max_misaligned, bool) or max_misaligned < 0):
-            raise ValueError(f"`max_misaligned` must be None or a non-negative int; received {max_misaligned!r}")
+        if max_misaligned is not None:
+            check_int(max_misaligned, "max_misaligned", low=0)
         self.cache_dir = Path(cache_dir)
         self.batch_size = batch_size
         self.num_workers = num_workers
@@ -504,12 +503,9 @@ def train_head(
         >>> result = train_head("cache/", "runs/head", epochs=20, resume="last")  # doctest: +SKIP
     """
     for name, value in (("epochs", epochs), ("patience", patience)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"`{name}` must be a positive int; received {value!r}")
-    if not (isinstance(margin, (int, float)) and margin >= 0):
-        raise ValueError(f"`margin` must be a non-negative number; received {margin!r}")
-    if not (isinstance(lr, (int, float)) and lr > 0):
-        raise ValueError(f"`lr` must be a positive number; received {lr!r}")
+        check_positive_int(value, name)
+    check_positive(margin, "margin", allow_zero=True)
+    check_positive(lr, "lr")
     if init_head is not None and resume is not None:
         raise ValueError("`init_head` cannot be combined with `resume`: the checkpoint already holds the weights")
     if init_head is not None and not Path(init_head).is_file():

@@ -30,6 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from scenemetrics.checks import check_number, check_positive_int
 from scenemetrics.prism.viewmatch.views import import_cv2
 
 __all__ = [
@@ -150,8 +151,7 @@ class OpenCVBackend:
     def __init__(self, method: str = "telea", radius: int = 3) -> None:
         if method not in ("telea", "ns"):
             raise ValueError(f"`method` must be 'telea' or 'ns'; received {method!r}")
-        if isinstance(radius, bool) or not isinstance(radius, int) or radius < 1:
-            raise ValueError(f"`radius` must be an int >= 1 (pixels); received {radius!r}")
+        check_positive_int(radius, "radius")
         self.method, self.radius = method, radius
         self.name = f"opencv:{method}:r{radius}"
 
@@ -198,10 +198,8 @@ class DiffusersBackend:
     ) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 8 or size % 8:
             raise ValueError(f"`size` must be a positive multiple of 8; received {size!r}")
-        if isinstance(num_inference_steps, bool) or not isinstance(num_inference_steps, int) or num_inference_steps < 1:
-            raise ValueError(f"`num_inference_steps` must be a positive int; received {num_inference_steps!r}")
-        if not 0 < float(strength) <= 1:
-            raise ValueError(f"`strength` must be in (0, 1]; received {strength!r}")
+        check_positive_int(num_inference_steps, "num_inference_steps")
+        check_number(strength, "strength", low=0.0, high=1.0, low_open=True)
         self.model = os.fspath(model)
         self.size = size
         self.num_inference_steps = num_inference_steps

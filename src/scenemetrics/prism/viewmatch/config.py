@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scenemetrics.checks import check_choice, check_int
+
 __all__ = ["PAPER_NEGATIVE_PROMPT", "BuildConfig"]
 
 PAPER_NEGATIVE_PROMPT = (
@@ -82,17 +84,11 @@ class BuildConfig:
 
     def __post_init__(self) -> None:
         for name, allowed in _CHOICES.items():
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"`{name}` must be one of {allowed}; received {getattr(self, name)!r}")
+            check_choice(getattr(self, name), name, allowed)
         for name in ("num_positives", "num_negatives", "max_ray_samples", "seed", "split_seed"):
-            value = getattr(self, name)
-            low = 1 if name == "max_ray_samples" else 0
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"`{name}` must be an int >= {low}; received {value!r}")
+            check_int(getattr(self, name), name, low=1 if name == "max_ray_samples" else 0)
         for name in ("close_radius", "open_radius", "epipolar_close_radius", "silhouette_dilate_radius"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"`{name}` must be a non-negative int (pixels); received {value!r}")
+            check_int(getattr(self, name), name, low=0)
         if self.pairs != "all" and (isinstance(self.pairs, bool) or not isinstance(self.pairs, int) or self.pairs < 1):
             raise ValueError(f"`pairs` must be 'all' or a positive int; received {self.pairs!r}")
         for name in ("min_negative_area", "min_visible_fraction", "rel_tol"):

@@ -97,9 +97,9 @@ def head_discriminability(
     Raises:
         ValueError: an unknown split or an anchor set of another embedding size.
     """
-    from scenemetrics.agreement import separation
     from scenemetrics.prism.data import SPLITS, anchor_embeddings_from_cache, read_feature_cache
     from scenemetrics.prism.mmd import load_anchors
+    from scenemetrics.stats import separation
 
     for name, value in (("split", split), ("anchor_split", anchor_split)):
         if value is not None and value not in SPLITS:
