@@ -15,7 +15,7 @@ from __future__ import annotations
 from scenemetrics._lazy import lazy_exports
 
 _LOSSES = {
-    "SoftPuzzleSimLoss": "scenemetrics.losses.puzzlesim",
+    "SoftPuzzleSimLoss": "scenemetrics.puzzlesim.loss",
     "OSIMLoss": "scenemetrics.osim.loss",
     "PRISMLoss": "scenemetrics.prism.loss",
 }
