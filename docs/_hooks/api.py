@@ -19,11 +19,9 @@ import types
 from pathlib import Path
 from typing import Any
 
-from mkdocs.structure.files import File, Files
-
 # (public module, page, title, one-line description). Every public package and core module of scenemetrics is listed
-# here; tests/docs/test_docs_api.py checks that none is missing. CLI entry modules (cli, weights_cli, the rooms' cli
-# modules) are documented by the command pages, not here.
+# here; tests/docs/test_docs_api.py checks that none is missing. The command-line modules (``scenemetrics.cli``,
+# ``scenemetrics.weights_cli``) are documented by the command pages, not here.
 MODULES: tuple[tuple[str, str, str, str], ...] = (
     ("scenemetrics", "scenemetrics", "scenemetrics", "Top-level names: the metric classes and the rooms."),
     ("scenemetrics.puzzlesim", "puzzlesim", "PuzzleSim", "Per-pixel artifact maps from unaligned references."),
@@ -43,6 +41,7 @@ MODULES: tuple[tuple[str, str, str, str], ...] = (
     ("scenemetrics.checks", "checks", "checks", "Option checkers shared by every room."),
     ("scenemetrics.synthetic", "synthetic", "synthetic", "The procedural demo scene."),
     ("scenemetrics.jsonio", "jsonio", "jsonio", "JSON helpers for reports."),
+    ("scenemetrics.demo", "demo", "demo", "`scenemetrics demo` as a library: the demo scene through every metric."),
 )
 
 _VALUE_LIMIT = 400
@@ -172,7 +171,9 @@ def index_markdown() -> str:
     return "\n".join(head + rows) + "\n"
 
 
-def on_files(files: Files, config: Any) -> Files:
+def on_files(files: Any, config: Any) -> Any:
+    from mkdocs.structure.files import File
+
     for path, content in pages().items():
         files.append(File.generated(config, f"reference/{path}", content=content))
     import mathjax  # the django-static-mathjax package: MathJax 3's files, served with the site

@@ -151,7 +151,7 @@ class PuzzleSimMemory:
         >>> refs = torch.rand(3, 3, 64, 80)
         >>> memory = PuzzleSimMemory(refs, weights_path=w)
         >>> memory.num_references, tuple(memory.features(2).shape)
-        (3, (147, 256))
+        (3, (189, 256))
         >>> memory.similarity_map(refs[:1]).shape  # a reference scores ~1 everywhere
         torch.Size([1, 64, 80])
     """
