@@ -46,7 +46,7 @@ MODULES = _modules_with_examples()
 
 def test_modules_with_examples_are_found():
     assert {"scenemetrics", "scenemetrics.puzzlesim", "scenemetrics.callbacks.monitor"} <= set(MODULES)
-    assert SLOW <= set(MODULES), f"modules listed as slow without an example any more: {sorted(SLOW - set(MODULES))}"
+    assert set(MODULES) >= SLOW, f"modules listed as slow without an example any more: {sorted(SLOW - set(MODULES))}"
 
 
 @pytest.mark.parametrize(
