@@ -1,7 +1,7 @@
 """Generate every figure of the documentation site into ``docs/figures/`` (run from the repository root).
 
     python docs/gen_figures.py            # all figures (a few minutes on 2 CPU cores)
-    python docs/gen_figures.py puzzlesim  # some of them: puzzlesim osim tensorboard eval wireframe openlex3d
+    python docs/gen_figures.py puzzlesim  # some of them: puzzlesim osim tensorboard eval prism wireframe openlex3d
 
 Every figure is a real output of the library on the package's procedural demo scene (``scenemetrics.synthetic``,
 the scene of ``scenemetrics demo``) or on other generated data, computed with **random network weights** (no
@@ -193,10 +193,50 @@ def openlex3d_figure(work: Path) -> list[str]:
     return ["openlex3d_categories.png"]
 
 
+def prism_figure(work: Path) -> list[str]:
+    """PRISM distances (raw mode: no head) of the demo scene's novel views, rendered with planted artifacts or
+    noise, against their clean versions, with a random-weight tiny Zero123 in the official diffusers layout."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import torch
+
+    import scenemetrics as sm
+    from scenemetrics.synthetic import make_scene
+
+    scene = make_scene(num_train=2, num_novel=4, size=(96, 96), seed=0)  # resized to 256 px by the extractor
+    extractor = sm.prism.Zero123Features.from_pretrained(sm.prism.random_checkpoint(work / "zero123"), resize=True)
+    n = len(scene.novel_views)
+    source = scene.train_views[0][None].expand(n, -1, -1, -1)
+    target = torch.stack(list(scene.novel_targets))
+    noisy = (target + 0.1 * torch.randn(target.shape, generator=torch.Generator().manual_seed(0))).clamp(0, 1)
+    pose = torch.tensor([[0.0, 30.0, 0.0]]).expand(n, -1)  # (delta polar deg, delta azimuth deg, delta radius)
+    renders = {"clean": target, "planted artifacts": torch.stack(list(scene.novel_views)), "noise 0.1": noisy}
+    distances = {}
+    for name, pred in renders.items():
+        metric = sm.PRISMDistance(extractor)
+        metric.update(source, pred, target, pose)
+        distances[name] = metric.last_distances.numpy()
+    fig, ax = plt.subplots(figsize=(6.4, 3.0))
+    width = 0.8 / len(distances)
+    for k, (name, values) in enumerate(distances.items()):
+        ax.bar([i + k * width for i in range(n)], values, width, label=name)
+    ax.set_xticks([i + width for i in range(n)], [f"novel view {i}" for i in range(n)])
+    ax.set_ylabel("D_PRISM (lower = better)")
+    ax.set_title("PRISMDistance, raw mode, random-weight tiny Zero123 (output format only)", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(FIGURES / "prism_distances.png", dpi=90)
+    plt.close(fig)
+    return ["prism_distances.png"]
+
+
 STEPS: dict[str, Callable[[Path], list[str]]] = {
     "puzzlesim": demo_figures,  # also the OSIM overlays: one demo run makes both
     "tensorboard": tensorboard_figure,
     "eval": eval_figure,
+    "prism": prism_figure,
     "wireframe": wireframe_table,
     "openlex3d": openlex3d_figure,
 }
