@@ -53,7 +53,12 @@ def test_modules_with_examples_are_found():
     "name", [pytest.param(m, marks=pytest.mark.slow) if m in SLOW else m for m in MODULES]
 )  # fmt: skip
 def test_docstring_examples(name):
-    module = importlib.import_module(name)
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as err:  # an optional extra (nerfstudio) that this environment does not have
+        if err.name is None or err.name.split(".")[0] == "scenemetrics":
+            raise
+        pytest.skip(f"{name} needs {err.name!r}, an optional dependency that is not installed")
     tests = doctest.DocTestFinder(exclude_empty=True).find(module, name, globs=dict(vars(module)))
     tests = [t for t in tests if t.examples and (t.name == name or t.name.startswith(name + "."))]
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
