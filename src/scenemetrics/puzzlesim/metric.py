@@ -38,8 +38,9 @@ class PuzzleSim(Metric):
 
     Args:
         references: references to embed now (optional; see :meth:`set_references`).
-        backbone, layers, layer_weights, weights_path, resize, chunk_size, precision, screening, search,
-            faiss_options, batch_size: as in :func:`scenemetrics.puzzlesim.puzzle_similarity_map`.
+        backbone, layers, layer_weights, weights_path, resize, chunk_size, precision, screening: as in
+            :func:`scenemetrics.puzzlesim.puzzle_similarity_map`, and so are ``search``, ``faiss_options`` and
+            ``batch_size``.
         keep_maps: keep the maps of the last :meth:`update` in :attr:`last_maps` (detached).
         kwargs: passed to :class:`torchmetrics.Metric`.
 
