@@ -65,7 +65,7 @@ def run_demo(
     """
     from tqdm.auto import tqdm
 
-    from scenemetrics.cli import write_json
+    from scenemetrics.jsonio import write_json
     from scenemetrics.osim.functional import load_detector
     from scenemetrics.osim.metric import OSIM
     from scenemetrics.osim.viz import low_objects_picture

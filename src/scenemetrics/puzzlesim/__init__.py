@@ -27,6 +27,7 @@ _EXPORTS = {
     "DEFAULT_LAYER_WEIGHTS": "memory",
     "PuzzleSimMemory": "memory",
     "PuzzleSim": "metric",
+    "save_map_pngs": "pictures",
 }
 _SUBMODULES = ("backbone", "functional", "memory", "metric", "search", "approximate", "cli")
 
