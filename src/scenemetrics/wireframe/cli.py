@@ -91,14 +91,14 @@ def _usage(args: argparse.Namespace, message: str) -> int:
 
 
 def _options(name: str, args: argparse.Namespace) -> dict[str, float]:
-    from scenemetrics.wireframe.metrics import metric_option_names
+    from scenemetrics.wireframe.registry import metric_option_names
 
     accepted = metric_option_names(name)
     return {k: getattr(args, k) for k in ("threshold", "radius") if k in accepted and getattr(args, k) is not None}
 
 
 def _missing_option(names: list[str], args: argparse.Namespace) -> str | None:
-    from scenemetrics.wireframe.metrics import make_metric
+    from scenemetrics.wireframe.registry import make_metric
 
     for name in names:
         try:
@@ -240,7 +240,7 @@ def _challenge_score(challenge: str, preds: list, gts: list) -> dict:
     """The S23DR leaderboard's headline number: 2025 mean HSS, 2024 mean WED (the 2024 scorer's variant)."""
     import numpy as np
 
-    from scenemetrics.wireframe.metrics import hss, wed
+    from scenemetrics.wireframe.scores import hss, wed
 
     if challenge == "s23dr2025":
         values = [hss(p.vertices, p.edges, g.vertices, g.edges).hss for p, g in zip(preds, gts, strict=True)]
@@ -262,7 +262,7 @@ def _run_eval(args: argparse.Namespace) -> int:
     import warnings
 
     from scenemetrics.wireframe.metric import DEFAULT_METRICS, WireframeMetrics
-    from scenemetrics.wireframe.metrics import METRIC_NAMES
+    from scenemetrics.wireframe.registry import METRIC_NAMES
 
     names = list(args.metrics) if args.metrics else list(DEFAULT_METRICS)
     unknown = [n for n in names if n not in METRIC_NAMES]
@@ -319,8 +319,8 @@ def _run_eval(args: argparse.Namespace) -> int:
 
 
 def _run_properties(args: argparse.Namespace) -> int:
-    from scenemetrics.wireframe.metrics import METRIC_NAMES, make_metric
     from scenemetrics.wireframe.properties import format_property_table, property_suite
+    from scenemetrics.wireframe.registry import METRIC_NAMES, make_metric
     from scenemetrics.wireframe.synthetic import synthetic_houses
 
     if args.metric not in METRIC_NAMES:

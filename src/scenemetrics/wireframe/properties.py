@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from scenemetrics.wireframe.metrics import (
+from scenemetrics.wireframe.registry import (
     TABLE2_COLUMNS,
     ScalarMetric,
     make_metric,
