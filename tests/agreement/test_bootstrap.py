@@ -71,9 +71,9 @@ def test_bootstrap_warns_when_replicates_are_undefined() -> None:
 
 
 def test_bootstrap_errors() -> None:
-    with pytest.raises(ValueError, match=r"level must be in \(0, 1\)"):
+    with pytest.raises(ValueError, match=r"`level` must be a finite number in \(0, 1\)"):
         bootstrap_ci(np.mean, np.ones(3), level=1.0)
-    with pytest.raises(ValueError, match="n must be an integer >= 1"):
+    with pytest.raises(ValueError, match="`n` must be an int >= 1"):
         bootstrap_ci(np.mean, np.ones(3), n=0)
     with pytest.raises(ValueError, match="share their length"):
         bootstrap_ci(lambda a, b: 0.0, np.ones(3), np.ones(4))
@@ -129,7 +129,7 @@ def test_stability_errors() -> None:
         kendall_stability(table, sizes=[0, 2])
     with pytest.raises(ValueError, match=r"sizes must be integers in \[1, 3\]"):
         kendall_stability(table, sizes=[4])
-    with pytest.raises(ValueError, match="criterion must be one of"):
+    with pytest.raises(ValueError, match="`criterion` must be one of"):
         kendall_stability(table, criterion="median")
     with pytest.raises(ValueError, match=r"table\[0\].*compared with itself"):
         kendall_stability([[0, 0, 1, 1, 1.0]])

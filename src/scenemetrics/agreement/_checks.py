@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from scenemetrics.checks import check_choice
+
 NAN_POLICIES = ("raise", "omit")
 
 
@@ -41,11 +43,6 @@ def check_finite(x: np.ndarray, name: str) -> None:
         )
 
 
-def check_nan_policy(nan_policy: str) -> None:
-    if nan_policy not in NAN_POLICIES:
-        raise ValueError(f"nan_policy must be one of {NAN_POLICIES}, got {nan_policy!r}.")
-
-
 def paired(
     pred: Any, human: Any, *, nan_policy: str = "raise", min_n: int = 3, names: tuple[str, str] = ("pred", "human")
 ) -> tuple[np.ndarray, np.ndarray, int]:
@@ -54,7 +51,7 @@ def paired(
     ``nan_policy="raise"`` rejects non-finite values; ``"omit"`` drops every pair where either side is non-finite
     (with a ``UserWarning`` giving the count). Fewer than ``min_n`` pairs left raises ``ValueError``.
     """
-    check_nan_policy(nan_policy)
+    check_choice(nan_policy, "nan_policy", NAN_POLICIES)
     p, h = as_1d(pred, names[0]), as_1d(human, names[1])
     if len(p) != len(h):
         raise ValueError(f"{names[0]} and {names[1]} must have the same length, got {len(p)} and {len(h)}.")

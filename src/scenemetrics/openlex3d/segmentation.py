@@ -27,10 +27,13 @@ from typing import Any
 import numpy as np
 from torch import Tensor
 
-from ._checks import check_compat, check_positive, check_prompts
+from scenemetrics.checks import check_choice, check_positive
+from scenemetrics.types import TensorOrArray
+
+from ._checks import check_prompts
 from ._scene import PreparedScene, prepare_scene
 from .categories import EXCLUDED_LABELS
-from .set_ranking import SetRankingResult, build_pairs, set_ranking_from_ranks
+from .set_ranking import COMPAT_MODES, SetRankingResult, build_pairs, set_ranking_from_ranks
 from .text import label_pass, single_torch_thread
 from .topn import TopNResult, check_excluded_labels, check_top_n, gt_top_labels, topn_from_labels
 
@@ -61,13 +64,13 @@ def _check_top_ns(top_n: Any, n_prompts: int) -> list[int]:
 
 
 def evaluate_segmentation(
-    pred_points: Any,
-    pred_features: Any,
-    pred_index: Any,
-    text_features: Any,
+    pred_points: TensorOrArray,
+    pred_features: TensorOrArray,
+    pred_index: TensorOrArray | None,
+    text_features: TensorOrArray,
     prompts: Sequence[str],
-    gt_points: Any,
-    gt_ids: Any,
+    gt_points: TensorOrArray,
+    gt_ids: TensorOrArray,
     categories: Any,
     *,
     top_n: int | Sequence[int] = (1, 5, 10),
@@ -98,7 +101,7 @@ def evaluate_segmentation(
         raise ValueError("nothing to compute: `top_n` is empty and `set_ranking` is False")
     threshold = check_positive(missing_threshold, "missing_threshold")
     excluded = check_excluded_labels(excluded_labels)
-    compat = check_compat(compat)
+    compat = check_choice(compat, "compat", COMPAT_MODES)
     with single_torch_thread(not isinstance(pred_features, Tensor) or pred_features.device.type == "cpu"):
         scene = prepare_scene(
             pred_points,
@@ -144,13 +147,13 @@ def _evaluate(
 
 
 def topn_frequency(
-    pred_points: Any,
-    pred_features: Any,
-    pred_index: Any,
-    text_features: Any,
+    pred_points: TensorOrArray,
+    pred_features: TensorOrArray,
+    pred_index: TensorOrArray | None,
+    text_features: TensorOrArray,
     prompts: Sequence[str],
-    gt_points: Any,
-    gt_ids: Any,
+    gt_points: TensorOrArray,
+    gt_ids: TensorOrArray,
     categories: Any,
     *,
     top_n: int = 5,
@@ -206,13 +209,13 @@ def topn_frequency(
 
 
 def set_ranking(
-    pred_points: Any,
-    pred_features: Any,
-    pred_index: Any,
-    text_features: Any,
+    pred_points: TensorOrArray,
+    pred_features: TensorOrArray,
+    pred_index: TensorOrArray | None,
+    text_features: TensorOrArray,
     prompts: Sequence[str],
-    gt_points: Any,
-    gt_ids: Any,
+    gt_points: TensorOrArray,
+    gt_ids: TensorOrArray,
     categories: Any,
     *,
     voxel_size: float | None = 0.05,

@@ -59,6 +59,9 @@ SCORE_KEYS = (
 )
 """The 11 keys of :attr:`SetRankingResult.scores`; the first 8 are the columns of ``object_scores``."""
 
+COMPAT_MODES = ("corrected", "toolkit")
+"""Values of ``compat``: pool the inlier rates and violators over all GT points, or the toolkit's last point."""
+
 _EPS = 1e-8
 
 

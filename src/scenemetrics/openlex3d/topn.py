@@ -30,8 +30,8 @@ import torch
 from torch import Tensor
 
 from scenemetrics._lazy import lazy_exports
+from scenemetrics.checks import check_int
 
-from ._checks import check_int_at_least
 from ._scene import PreparedScene
 from .categories import CATEGORIES
 
@@ -77,7 +77,7 @@ def check_excluded_labels(excluded_labels: Any) -> tuple[str, ...]:
 
 
 def check_top_n(top_n: Any, n_prompts: int) -> int:
-    return check_int_at_least(top_n, "top_n", 1, n_prompts)
+    return check_int(top_n, "top_n", low=1, high=n_prompts)
 
 
 def topn_from_labels(

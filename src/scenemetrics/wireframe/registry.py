@@ -19,6 +19,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from scenemetrics.types import ArrayLike
 from scenemetrics.wireframe.options import (
     check_chamfer_options,
     check_corner_options,
@@ -156,7 +157,7 @@ class ScalarMetric:
         kwargs = {**self._entry.fixed, **self.options}
         return (self._entry.func.__name__, tuple(sorted((k, repr(v)) for k, v in kwargs.items())))
 
-    def raw(self, pred_vertices: Any, pred_edges: Any, gt_vertices: Any, gt_edges: Any) -> Any:
+    def raw(self, pred_vertices: ArrayLike, pred_edges: ArrayLike, gt_vertices: ArrayLike, gt_edges: ArrayLike) -> Any:
         """The underlying function's full result (e.g. the :class:`PRF`), shared by metrics with one ``group_key``."""
         kwargs = {**self._entry.fixed, **self.options}
         if self._entry.kind == "corner":
@@ -167,7 +168,9 @@ class ScalarMetric:
         """This metric's value from :meth:`raw`'s result."""
         return self._entry.extract(raw)
 
-    def __call__(self, pred_vertices: Any, pred_edges: Any, gt_vertices: Any, gt_edges: Any) -> float:
+    def __call__(
+        self, pred_vertices: ArrayLike, pred_edges: ArrayLike, gt_vertices: ArrayLike, gt_edges: ArrayLike
+    ) -> float:
         return self.extract(self.raw(pred_vertices, pred_edges, gt_vertices, gt_edges))
 
     def __reduce__(self) -> tuple[Any, tuple[str, dict[str, Any]]]:

@@ -30,6 +30,7 @@ from scipy.optimize import linear_sum_assignment
 from scipy.spatial import cKDTree
 from scipy.spatial.distance import cdist, pdist
 
+from scenemetrics.types import ArrayLike
 from scenemetrics.wireframe.options import (
     WED_VARIANTS,
     check_chamfer_options,
@@ -164,7 +165,12 @@ def _sample_segments(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
 
 
 def segment_hausdorff_matrix(
-    pred_vertices: Any, pred_edges: Any, gt_vertices: Any, gt_edges: Any, *, samples: int | None = None
+    pred_vertices: ArrayLike,
+    pred_edges: ArrayLike,
+    gt_vertices: ArrayLike,
+    gt_edges: ArrayLike,
+    *,
+    samples: int | None = None,
 ) -> np.ndarray:
     """Symmetric Hausdorff distance between every predicted and every GT segment.
 
@@ -224,7 +230,7 @@ def _segment_hausdorff(p: Wireframe, g: Wireframe, samples: int | None) -> np.nd
 # --------------------------------------------------------------------------------------------------- corners
 
 
-def corner_prf(pred_vertices: Any, gt_vertices: Any, threshold: float) -> PRF:
+def corner_prf(pred_vertices: ArrayLike, gt_vertices: ArrayLike, threshold: float) -> PRF:
     """Corner precision, recall and F1 (the 2025 HSS code's ``compute_ap_metrics``; Building3D's rule).
 
     ``D = cdist(pred, gt)``; ``(r, c) = linear_sum_assignment(D)`` (minimum total distance, ``min(N_pred, N_gt)``
@@ -250,7 +256,7 @@ def corner_prf(pred_vertices: Any, gt_vertices: Any, threshold: float) -> PRF:
     return _prf(len(r), len(p), len(g))
 
 
-def corner_offset(pred_vertices: Any, gt_vertices: Any, threshold: float) -> float:
+def corner_offset(pred_vertices: ArrayLike, gt_vertices: ArrayLike, threshold: float) -> float:
     """Mean distance between the true-positive corner pairs of :func:`corner_prf` (lower is better).
 
     Building3D's "average corner offset" (the paper's exact definition is unavailable; Decision). No true positive,
@@ -282,10 +288,10 @@ def corner_offset(pred_vertices: Any, gt_vertices: Any, threshold: float) -> flo
 
 
 def edge_prf(
-    pred_vertices: Any,
-    pred_edges: Any,
-    gt_vertices: Any,
-    gt_edges: Any,
+    pred_vertices: ArrayLike,
+    pred_edges: ArrayLike,
+    gt_vertices: ArrayLike,
+    gt_edges: ArrayLike,
     threshold: float,
     *,
     matching: str = "hausdorff",
@@ -486,10 +492,10 @@ def _wed_ap(
 
 
 def wed(
-    pred_vertices: Any,
-    pred_edges: Any,
-    gt_vertices: Any,
-    gt_edges: Any,
+    pred_vertices: ArrayLike,
+    pred_edges: ArrayLike,
+    gt_vertices: ArrayLike,
+    gt_edges: ArrayLike,
     *,
     variant: str = "corrected",
     cv_ins: float = -0.5,
@@ -568,7 +574,7 @@ def wed(
 # --------------------------------------------------------------------------------------------------- spectral
 
 
-def laplacian_spectrum(vertices: Any, edges: Any) -> np.ndarray:
+def laplacian_spectrum(vertices: ArrayLike, edges: ArrayLike) -> np.ndarray:
     """Eigenvalues (ascending) of the length-weighted graph Laplacian ``L = D - A``.
 
     ``A_ij = ||V_i - V_j||`` iff ``(i, j)`` is an edge; all vertices are included (isolated ones add zeros).
@@ -615,7 +621,13 @@ def _wasserstein_empirical(x: np.ndarray, y: np.ndarray, p: int) -> float:
 
 
 def spectral_distance(
-    pred_vertices: Any, pred_edges: Any, gt_vertices: Any, gt_edges: Any, *, p: int = 2, padding: str = "zeros"
+    pred_vertices: ArrayLike,
+    pred_edges: ArrayLike,
+    gt_vertices: ArrayLike,
+    gt_edges: ArrayLike,
+    *,
+    p: int = 2,
+    padding: str = "zeros",
 ) -> float:
     """Wasserstein distance between the length-weighted Laplacian spectra (paper supplement Sec. 8).
 
@@ -743,10 +755,10 @@ def _voxel_iou(p: Wireframe, g: Wireframe, radius: float, resolution: int) -> fl
 
 
 def iou(
-    pred_vertices: Any,
-    pred_edges: Any,
-    gt_vertices: Any,
-    gt_edges: Any,
+    pred_vertices: ArrayLike,
+    pred_edges: ArrayLike,
+    gt_vertices: ArrayLike,
+    gt_edges: ArrayLike,
     radius: float,
     *,
     mode: str = "voxel",
@@ -790,10 +802,10 @@ def iou(
 
 
 def jaccard_distance(
-    pred_vertices: Any,
-    pred_edges: Any,
-    gt_vertices: Any,
-    gt_edges: Any,
+    pred_vertices: ArrayLike,
+    pred_edges: ArrayLike,
+    gt_vertices: ArrayLike,
+    gt_edges: ArrayLike,
     radius: float,
     *,
     mode: str = "voxel",
@@ -809,10 +821,10 @@ def jaccard_distance(
 
 
 def hss(
-    pred_vertices: Any,
-    pred_edges: Any,
-    gt_vertices: Any,
-    gt_edges: Any,
+    pred_vertices: ArrayLike,
+    pred_edges: ArrayLike,
+    gt_vertices: ArrayLike,
+    gt_edges: ArrayLike,
     *,
     vert_thresh: float = 0.5,
     edge_thresh: float = 0.5,
@@ -870,7 +882,7 @@ def _sample(wf: Wireframe, spacing: float | None, points_per_wireframe: int) -> 
 
 
 def sample_edges(
-    vertices: Any, edges: Any, *, spacing: float | None = None, points_per_wireframe: int = 1000
+    vertices: ArrayLike, edges: ArrayLike, *, spacing: float | None = None, points_per_wireframe: int = 1000
 ) -> np.ndarray:
     """Deterministic points along the edges (Decision): ``max(2, ceil(L / spacing) + 1)`` per edge, ends included.
 
@@ -916,10 +928,10 @@ def _sampled_distances(
 
 
 def hausdorff_distance(
-    pred_vertices: Any,
-    pred_edges: Any,
-    gt_vertices: Any,
-    gt_edges: Any,
+    pred_vertices: ArrayLike,
+    pred_edges: ArrayLike,
+    gt_vertices: ArrayLike,
+    gt_edges: ArrayLike,
     *,
     spacing: float | None = None,
     points_per_wireframe: int = 1000,
@@ -953,10 +965,10 @@ def hausdorff_distance(
 
 
 def chamfer_distance(
-    pred_vertices: Any,
-    pred_edges: Any,
-    gt_vertices: Any,
-    gt_edges: Any,
+    pred_vertices: ArrayLike,
+    pred_edges: ArrayLike,
+    gt_vertices: ArrayLike,
+    gt_edges: ArrayLike,
     *,
     spacing: float | None = None,
     points_per_wireframe: int = 1000,
