@@ -79,7 +79,7 @@ def test_bootstrap_errors() -> None:
         bootstrap_ci(lambda a, b: 0.0, np.ones(3), np.ones(4))
     with pytest.raises(ValueError, match="groups must have one label per sample"):
         bootstrap_ci(np.mean, np.ones(3), groups=[0, 1])
-    with pytest.raises(ValueError, match="method must be one of"):
+    with pytest.raises(ValueError, match="`method` must be one of"):
         bootstrap_ci(np.mean, np.ones(3), method="basic")
     with pytest.raises(ValueError, match="does not support groups"):
         bootstrap_ci(np.mean, np.ones(3), method="bca", groups=[0, 0, 1])
@@ -123,7 +123,7 @@ def test_stability_min_size_rule() -> None:
 
 def test_stability_errors() -> None:
     table = _simulated(np.zeros(4), raters=3, houses=1, seed=0)
-    with pytest.raises(ValueError, match="unit must be one of"):
+    with pytest.raises(ValueError, match="`unit` must be one of"):
         kendall_stability(table, unit="item")
     with pytest.raises(ValueError, match=r"sizes must be integers in \[1, 3\]"):
         kendall_stability(table, sizes=[0, 2])
