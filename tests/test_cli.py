@@ -213,3 +213,25 @@ def test_a_python_caller_gets_the_warnings_once_each(monkeypatch):
     with pytest.warns(UserWarning) as caught:
         assert main(["wireframe"]) == 0
     assert [str(w.message) for w in caught] == ["repeated (3 times)"]
+
+
+def test_shared_helpers_live_in_cliutils_and_stay_importable_from_cli():
+    import ast
+
+    import scenemetrics.cli as cli
+    import scenemetrics.cliutils as cliutils
+
+    for name in cliutils.__all__:
+        assert getattr(cli, name) is getattr(cliutils, name), name
+    # the dependency points one way: room CLIs (and every other module) import the helpers, never the assembler
+    src = Path(cli.__file__).parent
+    importers = []
+    for path in src.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module] if isinstance(node, ast.ImportFrom) else []
+            names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module == "scenemetrics":
+                names += [f"scenemetrics.{a.name}" for a in node.names]
+            if "scenemetrics.cli" in names:
+                importers.append(path.relative_to(src).as_posix())
+    assert importers == ["__main__.py"], importers

@@ -81,3 +81,23 @@ def test_demo_offline_fails_with_hub_error(tmp_path, monkeypatch, capsys):
     assert main(["demo", "--out", str(tmp_path / "demo"), "--quiet"]) == 1
     err = capsys.readouterr().err
     assert "squeezenet1_1-b8a52dc0.pth" in err and "--random-weights" in err
+
+
+def test_demo_uses_public_room_functions_not_room_clis():
+    import ast
+
+    import scenemetrics.demo as demo
+
+    tree = ast.parse(Path(demo.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+    assert "scenemetrics.osim.demo" in imported and "scenemetrics.puzzlesim" in imported  # the walk sees the imports
+    assert not {m for m in imported if m.endswith(".cli") or m == "importlib"}, imported
+
+
+def test_save_map_pngs_is_one_public_function():
+    import scenemetrics.puzzlesim as ps
+    import scenemetrics.puzzlesim.cli as ps_cli
+    from scenemetrics.puzzlesim.pictures import save_map_pngs
+
+    assert ps.save_map_pngs is save_map_pngs and ps_cli.save_map_pngs is save_map_pngs

@@ -1,6 +1,7 @@
 """The ``scenemetrics`` command. Each room owns its subcommands; this module only assembles them.
 
-A room's CLI module (listed in :data:`ROOM_CLIS`) defines ``register(subparsers)``, which adds its parser(s) and
+A room's CLI module (listed in :data:`ROOM_CLIS`) imports the shared flags and helpers from
+:mod:`scenemetrics.cliutils` and defines ``register(subparsers)``, which adds its parser(s) and
 sets ``func=<callable(args) -> int | None>`` as parser default. Building the parser imports no torch: room CLI
 modules import torch and friends inside their ``func``, so ``--help`` and usage errors answer in well under a second.
 
@@ -20,14 +21,28 @@ import argparse
 import contextlib
 import importlib
 import os
-import re
 import sys
 import traceback
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
 
-from scenemetrics.jsonio import write_json
+# the helpers every subcommand shares live in ``scenemetrics.cliutils``; re-exported here, where they used to live
+from scenemetrics.cliutils import (
+    RANDOM_BANNER,
+    CLIError,
+    add_device_arg,
+    add_distributed_args,
+    add_out_arg,
+    add_quiet_arg,
+    add_weights_arg,
+    announce,
+    progress,
+    random_weights_banner,
+    resolve_device,
+    show_progress,
+    weights_message,
+    write_json,
+)
 
 __all__ = [
     "RANDOM_BANNER",
@@ -41,6 +56,7 @@ __all__ = [
     "announce",
     "build_parser",
     "main",
+    "progress",
     "random_weights_banner",
     "resolve_device",
     "show_progress",
@@ -64,138 +80,6 @@ ROOM_CLIS = (
 
 Importing one of them (and its room's ``__init__``) must not import torch: ``tests/test_cli_startup.py`` checks it.
 """
-
-RANDOM_BANNER = (
-    "!! RANDOM WEIGHTS: the networks are uncalibrated random ones; the numbers and maps below only show that "
-    "the pipeline runs. Run without --random-weights (online once) for meaningful scores. !!"
-)
-"""Printed on stderr (and written into the outputs) whenever a command runs with ``--random-weights``."""
-
-
-class CLIError(Exception):
-    """An error to report as one line on stderr with exit code 1."""
-
-
-def add_out_arg(parser: argparse.ArgumentParser, default: str | None = None) -> None:
-    parser.add_argument(
-        "--out",
-        required=default is None,
-        default=default,
-        metavar="DIR",
-        help="output folder (created; JSON and PNGs are written inside)"
-        + (f" (default: {default})" if default else ""),
-    )
-
-
-def add_weights_arg(
-    parser: argparse.ArgumentParser,
-    *,
-    random: bool = True,
-    help: str = "checkpoint file or folder (default: the scenemetrics cache, downloading on first use)",
-) -> None:
-    """Add ``--weights PATH`` and (``random=True``) ``--random-weights``, the flags of every weight-loading command.
-
-    Weight errors of the command (:class:`scenemetrics.hub.WeightsNotFoundError`) are reworded by :func:`main` to
-    name these flags (:func:`weights_message`).
-    """
-    parser.add_argument("--weights", metavar="PATH", default=None, help=help)
-    if random:
-        parser.add_argument(
-            "--random-weights",
-            action="store_true",
-            help="deterministic random networks instead of pretrained ones (offline; uncalibrated, a smoke test only)",
-        )
-    parser.set_defaults(_weights_flags=("--weights", "--random-weights" if random else None))
-
-
-def random_weights_banner(args: argparse.Namespace) -> bool:
-    """Print :data:`RANDOM_BANNER` on stderr when ``args.random_weights`` is set (and not ``--weights`` too).
-
-    Returns:
-        Whether random weights are used.
-
-    Raises:
-        CLIError: ``--weights`` and ``--random-weights`` are both given.
-    """
-    if not getattr(args, "random_weights", False):
-        return False
-    if getattr(args, "weights", None) is not None:
-        raise CLIError("--weights and --random-weights exclude each other; pass one of them")
-    print(RANDOM_BANNER, file=sys.stderr)
-    return True
-
-
-def weights_message(
-    err: BaseException | str, flag: str = "--weights", random_flag: str | None = "--random-weights"
-) -> str:
-    """The text of a weight error reworded for the command line: the CLI flag instead of the Python argument.
-
-    Example:
-        >>> weights_message(FileNotFoundError("No x.pth; pass weights_path= pointing at it."), random_flag=None)
-        'No x.pth; pass --weights PATH pointing at it.'
-    """
-    text = " ".join(line.strip() for line in str(err).splitlines() if line.strip())
-    text = re.sub(r"\bpass weights_path=", f"pass {flag} PATH", text)
-    text = re.sub(r"\bweights_path=?", flag, text)
-    if random_flag and random_flag not in text:
-        text += f" Offline, {random_flag} runs with uncalibrated random networks (a smoke test only)."
-    return text
-
-
-def add_device_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--device", default=None, help="torch device, e.g. cpu, cuda, cuda:1 (default: cuda when available, else cpu)"
-    )
-
-
-def add_quiet_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-
-
-def add_distributed_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--devices", default="1", help="devices per node for Lightning Fabric (int, 'auto', list)")
-    parser.add_argument("--num-nodes", type=int, default=1, help="number of nodes (Lightning Fabric)")
-    parser.add_argument("--strategy", default="auto", help="Lightning Fabric strategy, e.g. ddp")
-
-
-def resolve_device(device: str | None) -> Any:
-    """``--device`` as a ``torch.device`` (default: cuda when available); an unusable device is a :class:`CLIError`."""
-    import torch
-
-    if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, ValueError) as err:
-        raise CLIError(f"--device {device!r} is not a torch device: {err}") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise CLIError(f"--device {device!r}: CUDA is not available on this machine")
-    return dev
-
-
-def show_progress(quiet: bool = False) -> bool:
-    """Whether to draw progress bars: not ``--quiet`` and stderr is a terminal (a log file gets no bar debris)."""
-    if quiet:
-        return False
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-def progress(iterable: Iterable, *, quiet: bool, desc: str, total: int | None = None) -> Iterable:
-    """A tqdm bar on stderr when :func:`show_progress`; otherwise the iterable itself."""
-    if not show_progress(quiet):
-        return iterable
-    from tqdm.auto import tqdm
-
-    return tqdm(iterable, desc=desc, total=total, file=sys.stderr)
-
-
-def announce(message: str, *, quiet: bool = False) -> None:
-    """One line on stderr saying what a long step does (``"loading YOLOX-X ..."``), unless ``quiet``."""
-    if not quiet:
-        print(message, file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager

@@ -3,7 +3,7 @@
 The scene (:mod:`scenemetrics.synthetic`) has training views and novel views with planted artifacts (noise
 squares, blurry floaters, needle streaks, blur patches, colour blotches) plus the clean novel views. Each metric
 with standard public weights adds a section: PuzzleSim scores the novel views against the training views; OSIM
-(when its room is installed) compares each novel view with its clean counterpart.
+compares each novel view with its clean counterpart.
 
 Weights come from the hub (downloaded on first use). Offline, the demo stops with the hub's error; with
 ``--random-weights`` it runs end to end on uncalibrated random backbones and says so loudly.
@@ -12,18 +12,18 @@ Weights come from the hub (downloaded on first use). Offline, the demo stops wit
 from __future__ import annotations
 
 import argparse
-import importlib
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from scenemetrics import cli as _cli
+from scenemetrics import cliutils as _cli
 
 __all__ = ["DEMO_SECTIONS", "register", "run", "run_demo"]
 
 DEMO_SECTIONS = ("scenemetrics.osim.demo",)
-"""Optional sections: modules with ``run_demo(scene, out_dir, *, random_weights, weights_path, device, quiet,
-report_dir)`` returning a JSON-able summary whose file paths are relative to ``report_dir``."""
+"""The sections after PuzzleSim, by module, in report order: each module's public ``run_demo(scene, out_dir, *,
+random_weights, weights_path, device, quiet, report_dir)`` returns a JSON-able summary whose file paths are relative
+to ``report_dir``. :func:`run_demo` calls them by direct import (no module lookup by name)."""
 
 RANDOM_BANNER = _cli.RANDOM_BANNER
 
@@ -62,8 +62,7 @@ def _auc(scores_pos, scores_neg) -> float:
 def _puzzlesim_section(scene: Any, out: Path, weights_path: str | None, device: Any, quiet: bool) -> dict:
     import torch
 
-    from scenemetrics.puzzlesim import PuzzleSimMemory
-    from scenemetrics.puzzlesim.cli import save_map_pngs
+    from scenemetrics.puzzlesim import PuzzleSimMemory, save_map_pngs
 
     memory = PuzzleSimMemory(
         scene.train_views, weights_path=weights_path, device=device, progress=_cli.show_progress(quiet)
@@ -117,6 +116,7 @@ def run_demo(
     import torch
 
     from scenemetrics import hub, viz
+    from scenemetrics.osim.demo import run_demo as osim_section
     from scenemetrics.puzzlesim import random_checkpoint
     from scenemetrics.synthetic import make_scene
 
@@ -156,23 +156,15 @@ def run_demo(
                 searched=err.searched,
                 url=err.url,
             ) from None
-        for module_name in DEMO_SECTIONS:
-            try:
-                module = importlib.import_module(module_name)
-            except ModuleNotFoundError as exc:
-                if exc.name is not None and module_name.startswith(exc.name):
-                    continue
-                raise
-            section = module_name.split(".")[1]
-            report["sections"][section] = module.run_demo(
-                scene,
-                out / section,
-                random_weights=random_weights,
-                weights_path=None,
-                device=device,
-                quiet=quiet,
-                report_dir=out,
-            )
+        report["sections"]["osim"] = osim_section(
+            scene,
+            out / "osim",
+            random_weights=random_weights,
+            weights_path=None,
+            device=device,
+            quiet=quiet,
+            report_dir=out,
+        )
     _cli.write_json(out / "report.json", report)
     return report
 

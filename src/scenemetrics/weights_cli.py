@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from scenemetrics import hub
-from scenemetrics.cli import CLIError, add_quiet_arg
+from scenemetrics.cliutils import CLIError, add_quiet_arg
 
 __all__ = ["convert_checkpoint", "find_cached", "register", "resolve_names"]
 

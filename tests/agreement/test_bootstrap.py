@@ -71,15 +71,15 @@ def test_bootstrap_warns_when_replicates_are_undefined() -> None:
 
 
 def test_bootstrap_errors() -> None:
-    with pytest.raises(ValueError, match=r"level must be in \(0, 1\)"):
+    with pytest.raises(ValueError, match=r"`level` must be a finite number in \(0, 1\)"):
         bootstrap_ci(np.mean, np.ones(3), level=1.0)
-    with pytest.raises(ValueError, match="n must be an integer >= 1"):
+    with pytest.raises(ValueError, match="`n` must be an int >= 1"):
         bootstrap_ci(np.mean, np.ones(3), n=0)
     with pytest.raises(ValueError, match="share their length"):
         bootstrap_ci(lambda a, b: 0.0, np.ones(3), np.ones(4))
     with pytest.raises(ValueError, match="groups must have one label per sample"):
         bootstrap_ci(np.mean, np.ones(3), groups=[0, 1])
-    with pytest.raises(ValueError, match="method must be one of"):
+    with pytest.raises(ValueError, match="`method` must be one of"):
         bootstrap_ci(np.mean, np.ones(3), method="basic")
     with pytest.raises(ValueError, match="does not support groups"):
         bootstrap_ci(np.mean, np.ones(3), method="bca", groups=[0, 0, 1])
@@ -123,13 +123,13 @@ def test_stability_min_size_rule() -> None:
 
 def test_stability_errors() -> None:
     table = _simulated(np.zeros(4), raters=3, houses=1, seed=0)
-    with pytest.raises(ValueError, match="unit must be one of"):
+    with pytest.raises(ValueError, match="`unit` must be one of"):
         kendall_stability(table, unit="item")
     with pytest.raises(ValueError, match=r"sizes must be integers in \[1, 3\]"):
         kendall_stability(table, sizes=[0, 2])
     with pytest.raises(ValueError, match=r"sizes must be integers in \[1, 3\]"):
         kendall_stability(table, sizes=[4])
-    with pytest.raises(ValueError, match="criterion must be one of"):
+    with pytest.raises(ValueError, match="`criterion` must be one of"):
         kendall_stability(table, criterion="median")
     with pytest.raises(ValueError, match=r"table\[0\].*compared with itself"):
         kendall_stability([[0, 0, 1, 1, 1.0]])

@@ -161,7 +161,7 @@ def test_pool_and_overrides() -> None:
 
 def test_corruption_errors() -> None:
     gt = synthetic_house(0)
-    with pytest.raises(ValueError, match="kind must be one of"):
+    with pytest.raises(ValueError, match="`kind` must be one of"):
         corrupt(gt, "twist", "low")
     with pytest.raises(ValueError, match="level must be one of"):
         corrupt(gt, "add", "extreme")

@@ -135,9 +135,9 @@ def test_bad_comparisons() -> None:
         majority_error_probability(0, 0.8)
     with pytest.raises(ValueError, match=r"p_correct must be in \[0, 1\]"):
         majority_error_probability(3, 1.2)
-    with pytest.raises(ValueError, match="ties must be one of"):
+    with pytest.raises(ValueError, match="`ties` must be one of"):
         majority_error_probability(4, 0.8, ties="coin")
-    with pytest.raises(ValueError, match="kind must be one of"):
+    with pytest.raises(ValueError, match="`kind` must be one of"):
         vote_correlation([1, 2, 3], [3, 2, 1], [1, 0, 1], higher_is_better=True, kind="rank")
     with pytest.raises(ValueError, match="same length"):
         vote_correlation([1, 2, 3], [3, 2], [1, 0, 1], higher_is_better=True)

@@ -205,15 +205,15 @@ def test_errors() -> None:
         srcc([1, 2], [1, 2])
     with pytest.raises(ValueError, match="at least 6 samples"):
         plcc([1, 2, 3, 4, 5], [1, 2, 3, 4, 6])
-    with pytest.raises(ValueError, match="fit must be one of"):
+    with pytest.raises(ValueError, match="`fit` must be one of"):
         plcc(X, Y, fit="cubic")
-    with pytest.raises(ValueError, match="variant must be one of"):
+    with pytest.raises(ValueError, match="`variant` must be one of"):
         krcc(X, Y, variant="a")
-    with pytest.raises(ValueError, match="aggregate must be one of"):
+    with pytest.raises(ValueError, match="`aggregate` must be one of"):
         correlations(X, Y, fit="none", aggregate="median")
-    with pytest.raises(ValueError, match="nan_policy must be one of"):
+    with pytest.raises(ValueError, match="`nan_policy` must be one of"):
         srcc(X, Y, nan_policy="propagate")
-    with pytest.raises(ValueError, match="method must be one of"):
+    with pytest.raises(ValueError, match="`method` must be one of"):
         metric_correlation_matrix({"a": X}, higher_is_better={"a": True}, method="cosine")
     with pytest.raises(ValueError, match=r"human\[1\] = inf"):
         krcc(X, [1, np.inf, 2, 3, 4])

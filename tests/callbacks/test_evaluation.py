@@ -11,13 +11,13 @@ import warnings
 import pytest
 import torch
 import torchmetrics
-from tests.utils.standin_metrics import OSIM, PRISMMMD, MeanRender, PRISMDistance
 
 import scenemetrics as sm
 from scenemetrics.callbacks import RenderedView
 from scenemetrics.callbacks.evaluation import MetricRunner, evenly_spaced, map_image, metric_kind, scalars_from_value
 from scenemetrics.callbacks.views import as_rendered_view, prepare_view
 from scenemetrics.viz import apply_colormap, map_picture, robust_range, to_uint8
+from tests.utils.standin_metrics import OSIM, PRISMMMD, MeanRender, PRISMDistance
 
 
 @pytest.fixture

@@ -9,9 +9,8 @@ import torch
 
 pytest.importorskip("lightning")
 
-from tests.utils.standin_metrics import MeanRender
-
 from scenemetrics.callbacks import SceneMetricsCallback
+from tests.utils.standin_metrics import MeanRender
 
 
 def _callback(**kwargs) -> SceneMetricsCallback:

@@ -15,10 +15,9 @@ pytestmark = pytest.mark.nerfstudio
 
 ns = pytest.importorskip("nerfstudio")
 
-from tests.utils.standin_metrics import PRISMDistance  # noqa: E402
-
 import scenemetrics as sm  # noqa: E402
 from scenemetrics.callbacks.evaluation import map_image  # noqa: E402
+from tests.utils.standin_metrics import PRISMDistance  # noqa: E402
 
 
 def _installed() -> bool:

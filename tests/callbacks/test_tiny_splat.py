@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import torch
+
 from tests.utils.tiny_splat import intrinsics, look_at, make_splat_scene, render_gaussians
 
 

@@ -19,13 +19,13 @@ pytest.importorskip("tensorboard")
 from examples.callbacks_lightning_tiny_splat import TinySplatModule  # noqa: E402
 from PIL import Image  # noqa: E402
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
-from tests.utils.standin_metrics import OSIM, PRISMDistance  # noqa: E402
-from tests.utils.tiny_splat import make_splat_scene  # noqa: E402
 
 import scenemetrics as sm  # noqa: E402
 from scenemetrics.callbacks import RenderedView, SceneMetricsCallback  # noqa: E402
 from scenemetrics.callbacks.evaluation import map_image  # noqa: E402
 from scenemetrics.viz import to_uint8  # noqa: E402
+from tests.utils.standin_metrics import OSIM, PRISMDistance  # noqa: E402
+from tests.utils.tiny_splat import make_splat_scene  # noqa: E402
 
 SIZE = (24, 32)  # non-square on purpose: a CHW/HWC mix-up cannot go unnoticed
 

@@ -17,9 +17,9 @@ pytest.importorskip("nerfstudio")
 pytest.importorskip("tensorboard")
 
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
-from tests.utils.blender_scene import write_blender_scene  # noqa: E402
 
 import scenemetrics as sm  # noqa: E402
+from tests.utils.blender_scene import write_blender_scene  # noqa: E402
 
 
 def _installed() -> bool:

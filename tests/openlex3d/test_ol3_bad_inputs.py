@@ -100,7 +100,7 @@ def test_topn_options(kwargs, match):
 
 
 def test_segmentation_options():
-    with pytest.raises(ValueError, match="`compat` must be 'corrected' or 'toolkit'"):
+    with pytest.raises(ValueError, match="`compat` must be one of 'corrected', 'toolkit'"):
         set_ranking(*seg_inputs().values(), compat="paper")
     with pytest.raises(ValueError, match="nothing to compute"):
         evaluate_segmentation(*seg_inputs().values(), top_n=(), set_ranking=False)

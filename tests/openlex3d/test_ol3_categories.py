@@ -176,3 +176,22 @@ def test_package_is_lazy_and_set_ranking_stays_the_function():
     src = str(Path(__file__).resolve().parents[2] / "src")
     env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def test_segmentation_modules_import_one_way():
+    # segmentation.py (the shared pass and the public functions) imports the metric modules, never the reverse
+    import ast
+
+    import scenemetrics.openlex3d as ol3
+    from scenemetrics.openlex3d.set_ranking import set_ranking as old_set_ranking
+    from scenemetrics.openlex3d.topn import topn_frequency as old_topn_frequency
+
+    folder = Path(ol3.__file__).parent
+    for name in ("topn", "set_ranking"):
+        tree = ast.parse((folder / f"{name}.py").read_text())
+        modules = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        assert "_scene" in modules and "segmentation" not in modules, (name, modules)
+    seg = ast.parse((folder / "segmentation.py").read_text())
+    assert {"topn", "set_ranking"} <= {n.module for n in ast.walk(seg) if isinstance(n, ast.ImportFrom)}
+    # the former import paths of the two functions still give them
+    assert old_set_ranking is ol3.set_ranking and old_topn_frequency is ol3.topn_frequency

@@ -73,7 +73,7 @@ def test_spectral_empirical_padding_matches_scipy_for_p1_and_a_naive_w2():
 
 
 def test_spectral_errors():
-    with pytest.raises(ValueError, match="p must be 1 or 2"):
+    with pytest.raises(ValueError, match="`p` must be one of 1, 2"):
         spectral_distance(*ONE, *PATH, p=3)
     with pytest.raises(ValueError, match="padding"):
         spectral_distance(*ONE, *PATH, padding="ones")
@@ -165,7 +165,7 @@ def test_iou_errors():
         iou(*ONE, *ONE, radius=0.0)
     with pytest.raises(ValueError, match="radius"):
         iou(*ONE, *ONE, radius=math.nan)
-    with pytest.raises(ValueError, match="radius is required"):
+    with pytest.raises(ValueError, match="`radius` is required"):
         iou(*ONE, *ONE, radius=None)
     with pytest.raises(ValueError, match="resolution"):
         iou(*ONE, *ONE, radius=0.1, resolution=0)

@@ -131,5 +131,5 @@ def test_synthetic_houses_seeding_and_errors():
         synthetic_house(0, roof="flat")
     with pytest.raises(ValueError, match="scale"):
         synthetic_house(0, scale=0)
-    with pytest.raises(ValueError, match="n must be"):
+    with pytest.raises(ValueError, match="`n` must be"):
         synthetic_houses(-1)

@@ -8,16 +8,12 @@ from typing import Any
 
 import numpy as np
 
+from scenemetrics.checks import check_choice
 from scenemetrics.stats import as_1d, check_finite, to_numpy
 
-__all__ = ["NAN_POLICIES", "as_1d", "check_finite", "check_nan_policy", "comparison_table", "paired", "to_numpy"]
+__all__ = ["NAN_POLICIES", "as_1d", "check_finite", "comparison_table", "paired", "to_numpy"]
 
 NAN_POLICIES = ("raise", "omit")
-
-
-def check_nan_policy(nan_policy: str) -> None:
-    if nan_policy not in NAN_POLICIES:
-        raise ValueError(f"nan_policy must be one of {NAN_POLICIES}, got {nan_policy!r}.")
 
 
 def paired(
@@ -28,7 +24,7 @@ def paired(
     ``nan_policy="raise"`` rejects non-finite values; ``"omit"`` drops every pair where either side is non-finite
     (with a ``UserWarning`` giving the count). Fewer than ``min_n`` pairs left raises ``ValueError``.
     """
-    check_nan_policy(nan_policy)
+    check_choice(nan_policy, "nan_policy", NAN_POLICIES)
     p, h = as_1d(pred, names[0]), as_1d(human, names[1])
     if len(p) != len(h):
         raise ValueError(f"{names[0]} and {names[1]} must have the same length, got {len(p)} and {len(h)}.")

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from scenemetrics.agreement._checks import comparison_table, to_numpy
+from scenemetrics.checks import check_choice, check_int, check_number
 
 __all__ = ["BootstrapCI", "StabilityResult", "bootstrap_ci", "kendall_stability"]
 
@@ -59,17 +60,6 @@ def _progress(it: Iterable, total: int, desc: str, show: bool) -> Iterable:
     return tqdm(it, total=total, desc=desc, delay=1.0, file=sys.stderr)
 
 
-def _check_level(level: float) -> None:
-    if not (isinstance(level, (int, float)) and 0 < level < 1):
-        raise ValueError(f"level must be in (0, 1), got {level!r}.")
-
-
-def _check_n(n: Any, name: str = "n") -> int:
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {n!r}.")
-    return int(n)
-
-
 def bootstrap_ci(
     stat_fn: Callable[..., Any],
     *arrays: Any,
@@ -107,10 +97,9 @@ def bootstrap_ci(
         >>> (ci.estimate, ci.low, ci.high)
         (1.0, 1.0, 1.0)
     """
-    n = _check_n(n)
-    _check_level(level)
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
+    n = check_int(n, "n", low=1)
+    check_number(level, "level", low=0, high=1, low_open=True, high_open=True)
+    check_choice(method, "method", METHODS)
     if not arrays:
         raise ValueError("bootstrap_ci needs at least one array.")
     arrs = [to_numpy(a, f"arrays[{k}]") if not isinstance(a, np.ndarray) else a for k, a in enumerate(arrays)]
@@ -251,12 +240,10 @@ def kendall_stability(
 
     from scenemetrics.wireframe import win_rates
 
-    if unit not in UNITS:
-        raise ValueError(f"unit must be one of {UNITS}, got {unit!r}.")
-    if criterion not in CRITERIA:
-        raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}.")
-    n = _check_n(n)
-    _check_level(level)
+    check_choice(unit, "unit", UNITS)
+    check_choice(criterion, "criterion", CRITERIA)
+    n = check_int(n, "n", low=1)
+    check_number(level, "level", low=0, high=1, low_open=True, high_open=True)
     t = comparison_table(table, "table")
     n_items = int(t[:, 2:4].max()) + 1
     full = win_rates(t[:, 2:], n_items)

@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from scenemetrics.checks import check_choice
+
 __all__ = ["CORRUPTION_KINDS", "CORRUPTION_LEVELS", "CORRUPTION_PARAMS", "corrupt", "corruption_pool"]
 
 CORRUPTION_KINDS = ("deform", "perturb", "add", "remove")
@@ -111,8 +113,7 @@ def corrupt(wireframe: Any, kind: str, level: str, seed: Any = 0, *, params: Map
 
     from scenemetrics.wireframe import Wireframe, as_wireframe, validate_wireframe
 
-    if kind not in CORRUPTION_KINDS:
-        raise ValueError(f"kind must be one of {CORRUPTION_KINDS}, got {kind!r}.")
+    check_choice(kind, "kind", CORRUPTION_KINDS)
     lv = _level(level)
     p = dict(CORRUPTION_PARAMS[kind][lv])
     if params:

@@ -21,8 +21,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from scenemetrics.agreement._checks import check_finite, check_nan_policy, to_numpy
+from scenemetrics.agreement._checks import NAN_POLICIES, check_finite, to_numpy
 from scenemetrics.agreement.stats import FITS
+from scenemetrics.checks import check_choice
 
 __all__ = ["MapAgreement", "human_map_from_masks", "map_agreement"]
 
@@ -129,11 +130,9 @@ def map_agreement(
 
     from scenemetrics.agreement.stats import _fitted, _pearson
 
-    if fit not in FITS:
-        raise ValueError(f"fit must be one of {FITS}, got {fit!r}.")
-    if resize not in RESIZES:
-        raise ValueError(f"resize must be one of {RESIZES}, got {resize!r}.")
-    check_nan_policy(nan_policy)
+    check_choice(fit, "fit", FITS)
+    check_choice(resize, "resize", RESIZES)
+    check_choice(nan_policy, "nan_policy", NAN_POLICIES)
     human = to_numpy(human_maps, "human_maps")
     if human.ndim == 2:
         human = human[None]

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from scenemetrics.agreement._checks import as_1d, check_finite, comparison_table, to_numpy
+from scenemetrics.checks import check_choice, check_int
 
 __all__ = [
     "PairwiseAgreement",
@@ -209,8 +210,7 @@ def majority_vote(comparisons: Any, *, min_votes: int = 1) -> np.ndarray:
         >>> majority_vote([[0, 0, 1, 2, 1], [1, 0, 2, 1, 1], [2, 0, 1, 2, 1]]).tolist()
         [[0.0, 1.0, 2.0, 1.0, 3.0, 0.6666666666666666]]
     """
-    if isinstance(min_votes, bool) or not isinstance(min_votes, (int, np.integer)) or min_votes < 1:
-        raise ValueError(f"min_votes must be an integer >= 1, got {min_votes!r}.")
+    check_int(min_votes, "min_votes", low=1)
     t = comparison_table(comparisons)
     lo, hi, ylo = _normalised(t)
     keys = np.column_stack([t[:, 1], lo, hi])
@@ -243,8 +243,7 @@ def majority_error_probability(n_raters: Any, p_correct: Any, *, ties: str = "ha
     """
     from scipy.stats import binom
 
-    if ties not in TIE_RULES:
-        raise ValueError(f"ties must be one of {TIE_RULES}, got {ties!r}.")
+    check_choice(ties, "ties", TIE_RULES)
     n = np.asarray(n_raters)
     p = np.asarray(p_correct, dtype=np.float64)
     if n.dtype == bool or not np.issubdtype(n.dtype, np.number) or np.any(n != np.round(n)) or np.any(n < 1):
@@ -294,8 +293,7 @@ def vote_correlation(
     """
     from scipy.stats import pearsonr
 
-    if kind not in VOTE_KINDS:
-        raise ValueError(f"kind must be one of {VOTE_KINDS}, got {kind!r}.")
+    check_choice(kind, "kind", VOTE_KINDS)
     if not isinstance(higher_is_better, (bool, np.bool_)):
         raise ValueError(f"higher_is_better must be True or False, got {higher_is_better!r}.")
     if not (isinstance(tie_tol, (int, float)) and math.isfinite(tie_tol) and tie_tol >= 0):

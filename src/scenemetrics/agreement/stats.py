@@ -25,7 +25,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from scenemetrics.agreement._checks import as_1d, check_finite, check_nan_policy, paired
+from scenemetrics.agreement._checks import NAN_POLICIES, as_1d, check_finite, paired
+from scenemetrics.checks import check_choice, check_int
 
 __all__ = [
     "AGGREGATES",
@@ -139,8 +140,7 @@ def fit_logistic5(
     x, y, _ = paired(pred, human, min_n=6)
     if np.ptp(x) == 0:
         raise ValueError("pred is constant; a logistic fit needs varying metric values.")
-    if not (isinstance(max_points, (int, np.integer)) and max_points >= 6):
-        raise ValueError(f"max_points must be an integer >= 6, got {max_points!r}.")
+    check_int(max_points, "max_points", low=6)
     if len(x) > max_points:
         keep = np.random.default_rng(seed).choice(len(x), size=max_points, replace=False)
         xf, yf = x[keep], y[keep]
@@ -173,11 +173,6 @@ def fit_logistic5(
         return Logistic5Fit(_linear_params(xf, yf), False)
     b1, b2, b3, b4, b5 = (float(v) for v in popt)
     return Logistic5Fit((b1, b2 / std, b3 * std + mean, b4 / std, b5 - b4 * mean / std), True)
-
-
-def _check_fit(fit: str) -> None:
-    if fit not in FITS:
-        raise ValueError(f"fit must be one of {FITS}, got {fit!r}.")
 
 
 def _prepare(pred: Any, human: Any, higher_is_better: bool, nan_policy: str, min_n: int = 3):
@@ -252,7 +247,7 @@ def plcc(
         >>> round(plcc([1, 2, 3, 4, 5], [5, 6, 7, 8, 7], fit="none"), 7)
         0.8320503
     """
-    _check_fit(fit)
+    check_choice(fit, "fit", FITS)
     x, y = _prepare(pred, human, higher_is_better, nan_policy)
     if fit.startswith("logistic5") and len(x) < 6:
         raise ValueError(f"fit={fit!r} needs at least 6 samples (5 parameters), got {len(x)}; use fit='none'.")
@@ -291,8 +286,7 @@ def krcc(
     """
     from scipy.stats import kendalltau
 
-    if variant not in KENDALL_VARIANTS:
-        raise ValueError(f"variant must be one of {KENDALL_VARIANTS}, got {variant!r}.")
+    check_choice(variant, "variant", KENDALL_VARIANTS)
     x, y = _prepare(pred, human, higher_is_better, nan_policy)
     if _constant(x, y, "krcc"):
         return math.nan
@@ -310,7 +304,7 @@ def rmse(
         >>> rmse([1, 2, 3], [1, 2, 4], fit="none")
         0.5773502691896257
     """
-    _check_fit(fit)
+    check_choice(fit, "fit", FITS)
     x, y = _prepare(pred, human, higher_is_better, nan_policy)
     if fit.startswith("logistic5") and np.ptp(x) == 0:
         warnings.warn("rmse: pred is constant, nothing to fit; returning nan.", stacklevel=2)
@@ -461,10 +455,9 @@ def correlations(
     """
     from scenemetrics.agreement.bootstrap import bootstrap_ci
 
-    _check_fit(fit)
-    check_nan_policy(nan_policy)
-    if aggregate not in AGGREGATES:
-        raise ValueError(f"aggregate must be one of {AGGREGATES}, got {aggregate!r}.")
+    check_choice(fit, "fit", FITS)
+    check_choice(nan_policy, "nan_policy", NAN_POLICIES)
+    check_choice(aggregate, "aggregate", AGGREGATES)
     if ci is not None and ci not in CI_LEVELS:
         raise ValueError(f"ci must be None or one of {CI_LEVELS}, got {ci!r}.")
     if not isinstance(higher_is_better, (bool, np.bool_)):
@@ -597,8 +590,7 @@ def metric_correlation_matrix(
     from scipy.stats import kendalltau, pearsonr, spearmanr
 
     funcs: dict[str, Callable[..., Any]] = {"pearson": pearsonr, "spearman": spearmanr, "kendall": kendalltau}
-    if method not in funcs:
-        raise ValueError(f"method must be one of {tuple(funcs)}, got {method!r}.")
+    check_choice(method, "method", tuple(funcs))
     names = list(scores)
     if len(names) < 1:
         raise ValueError("scores is empty; give at least one metric.")

@@ -16,7 +16,7 @@ import json
 import sys
 from typing import Any
 
-from scenemetrics import cli as _cli
+from scenemetrics import cliutils as _cli
 
 __all__ = ["options_from_args", "register", "run"]
 

@@ -388,7 +388,7 @@ def run_evaluation(config: EvalConfig) -> EvalSummary | None:
     """
     fabric = _make_fabric(config)
     if fabric is None:
-        from scenemetrics.cli import resolve_device
+        from scenemetrics.cliutils import resolve_device
 
         return _worker(_Local(resolve_device(config.device)), config)
     return fabric.launch(_fabric_worker, config)

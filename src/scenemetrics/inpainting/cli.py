@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from scenemetrics import cli as _cli
+from scenemetrics import cliutils as _cli
 
 __all__ = ["build_inpainter", "list_references", "register", "run"]
 

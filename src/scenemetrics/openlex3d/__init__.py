@@ -38,9 +38,9 @@ _NAMES = {
     "datasets": ("BENCHMARK_SCENES", "DATASETS", "load_gt_scene"),
     "text": ("encode_prompts",),
     "geometry": ("downsample_predictions",),
-    "topn": ("TopNResult", "topn_frequency"),
-    "set_ranking": ("SCORE_KEYS", "SetRankingResult", "set_ranking"),
-    "segmentation": ("SegmentationResult", "evaluate_segmentation"),
+    "topn": ("TopNResult",),
+    "set_ranking": ("SCORE_KEYS", "SetRankingResult"),
+    "segmentation": ("SegmentationResult", "evaluate_segmentation", "set_ranking", "topn_frequency"),
     "retrieval": (
         "THRESHOLDS",
         "RetrievalQuery",

@@ -170,29 +170,3 @@ def check_voxel_size(voxel_size: Any) -> float | None:
     if not (math.isfinite(v) and v > 0):
         raise ValueError(f"`voxel_size` must be None, 0 or a finite positive number; received {voxel_size!r}")
     return v
-
-
-def check_positive(value: Any, name: str) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not (math.isfinite(value) and float(value) > 0)
-    ):
-        raise ValueError(f"`{name}` must be a finite number > 0; received {value!r}")
-    return float(value)
-
-
-def check_int_at_least(value: Any, name: str, low: int, high: int | None = None) -> int:
-    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    if ok and (int(value) < low or (high is not None and int(value) > high)):
-        ok = False
-    if not ok:
-        where = f"in [{low}, {high}]" if high is not None else f">= {low}"
-        raise ValueError(f"`{name}` must be an int {where}; received {value!r}")
-    return int(value)
-
-
-def check_compat(compat: Any) -> str:
-    if compat not in ("corrected", "toolkit"):
-        raise ValueError(f"`compat` must be 'corrected' or 'toolkit'; received {compat!r}")
-    return str(compat)

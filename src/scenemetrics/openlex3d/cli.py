@@ -30,7 +30,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from scenemetrics.cli import CLIError, add_device_arg, add_distributed_args, add_quiet_arg
+from scenemetrics.cliutils import (
+    CLIError,
+    add_device_arg,
+    add_distributed_args,
+    add_quiet_arg,
+    progress,
+    resolve_device,
+)
 
 DATASETS = ("replica", "scannetpp", "hm3d")  # scenemetrics.openlex3d.datasets.DATASETS, without importing numpy
 
@@ -152,7 +159,6 @@ def _launch_distributed(config: dict[str, Any], devices: int) -> int:
         raise ImportError(
             f'--devices {devices} needs Lightning Fabric: pip install "scenemetrics[lightning]" ({err})'
         ) from err
-    from scenemetrics.cli import resolve_device
 
     accelerator = "cpu" if resolve_device(config["device"]).type == "cpu" else "gpu"
     strategy = "ddp_spawn" if config["strategy"] == "auto" else config["strategy"]
@@ -391,8 +397,6 @@ def _percent(value: Any) -> str:
 def _evaluate_segmentation(config: dict[str, Any], fabric: Any) -> dict[str, Any] | None:
     import torch
 
-    from scenemetrics.cli import progress, resolve_device
-
     from .categories import load_categories
     from .io import load_prediction_folder, load_prompt_list
     from .metric import OpenLex3DSetRanking, OpenLex3DTopN
@@ -476,8 +480,6 @@ def _queries(config: dict[str, Any], gt_dir: Path, categories: Any) -> list[Any]
 
 def _evaluate_retrieval(config: dict[str, Any], fabric: Any) -> dict[str, Any] | None:
     import torch
-
-    from scenemetrics.cli import progress, resolve_device
 
     from .categories import load_categories
     from .io import load_prediction_folder

@@ -13,12 +13,12 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import torch
 from scipy.spatial import cKDTree
 from torch import Tensor
+
+from scenemetrics.types import TensorOrArray
 
 from ._checks import check_int_array, check_points, check_voxel_size
 
@@ -83,7 +83,7 @@ def _downsample(points: np.ndarray, index: np.ndarray, voxel_size: float | None)
 
 
 def downsample_predictions(
-    pred_points: Any, pred_index: Any = None, voxel_size: float | None = 0.05
+    pred_points: TensorOrArray, pred_index: TensorOrArray | None = None, voxel_size: float | None = 0.05
 ) -> tuple[Tensor, Tensor]:
     """Voxel-downsample a predicted cloud the way the OpenLex3D toolkit does (Open3D >= 0.18 semantics).
 

@@ -19,12 +19,15 @@ import json
 import os
 import warnings
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import numpy as np
 from scipy.spatial import cKDTree
 
-from ._checks import check_int_array, check_points, check_positive
+from scenemetrics.checks import check_positive
+from scenemetrics.types import TensorOrArray
+
+from ._checks import check_int_array, check_points
 from .retrieval import RetrievalQuery
 
 __all__ = [
@@ -325,7 +328,9 @@ def load_gt_cloud(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     return points, ids
 
 
-def transfer_labels(visible_points: Any, points: Any, ids: Any, max_distance: float = 0.05) -> np.ndarray:
+def transfer_labels(
+    visible_points: TensorOrArray, points: TensorOrArray, ids: TensorOrArray, max_distance: float = 0.05
+) -> np.ndarray:
     """Give every visible point the id of its nearest GT point if closer than ``max_distance`` (strict), else -1.
 
     Reproduces the toolkit's transfer of GT ids to ``gt_visible_cloud.pcd``.

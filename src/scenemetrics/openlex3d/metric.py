@@ -29,12 +29,15 @@ from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
-from ._checks import check_compat, check_features, check_int_at_least, check_positive, check_prompts
+from scenemetrics.checks import check_choice, check_int, check_positive
+from scenemetrics.types import TensorOrArray
+
+from ._checks import check_features, check_prompts
 from ._checks import check_voxel_size as _check_voxel_size
 from .categories import CATEGORIES, EXCLUDED_LABELS
 from .retrieval import THRESHOLDS, RetrievalQuery, RetrievalResult, _summary, pooled_ap, retrieval_ap
 from .segmentation import evaluate_segmentation
-from .set_ranking import SCORE_KEYS, SetRankingResult
+from .set_ranking import COMPAT_MODES, SCORE_KEYS, SetRankingResult
 from .topn import TopNResult, check_excluded_labels
 
 __all__ = ["OpenLex3DRetrieval", "OpenLex3DSetRanking", "OpenLex3DTopN"]
@@ -119,7 +122,7 @@ class OpenLex3DTopN(_ResultMetric):
     ) -> None:
         super().__init__(**kwargs)
         self.text_features, self.prompts = _text(text_features, prompts)
-        self.top_n = check_int_at_least(top_n, "top_n", 1, len(self.prompts))
+        self.top_n = check_int(top_n, "top_n", low=1, high=len(self.prompts))
         _check_voxel_size(voxel_size)
         self.voxel_size = voxel_size
         self.missing_threshold = check_positive(missing_threshold, "missing_threshold")
@@ -130,7 +133,13 @@ class OpenLex3DTopN(_ResultMetric):
         self.add_state("n_objects", torch.zeros((), dtype=torch.int64), dist_reduce_fx="sum")
 
     def update(
-        self, pred_points: Any, pred_features: Any, pred_index: Any, gt_points: Any, gt_ids: Any, categories: Any
+        self,
+        pred_points: TensorOrArray,
+        pred_features: TensorOrArray,
+        pred_index: TensorOrArray | None,
+        gt_points: TensorOrArray,
+        gt_ids: TensorOrArray,
+        categories: Any,
     ) -> None:
         result = evaluate_segmentation(
             pred_points,
@@ -215,13 +224,19 @@ class OpenLex3DSetRanking(_ResultMetric):
         self.text_features, self.prompts = _text(text_features, prompts)
         _check_voxel_size(voxel_size)
         self.voxel_size = voxel_size
-        self.compat = check_compat(compat)
+        self.compat = check_choice(compat, "compat", COMPAT_MODES)
         self.last_result: SetRankingResult | None = None
         self.add_state("score_sum", torch.zeros(len(SCORE_KEYS), dtype=torch.float64), dist_reduce_fx="sum")
         self.add_state("score_count", torch.zeros(len(SCORE_KEYS), dtype=torch.float64), dist_reduce_fx="sum")
 
     def update(
-        self, pred_points: Any, pred_features: Any, pred_index: Any, gt_points: Any, gt_ids: Any, categories: Any
+        self,
+        pred_points: TensorOrArray,
+        pred_features: TensorOrArray,
+        pred_index: TensorOrArray | None,
+        gt_points: TensorOrArray,
+        gt_ids: TensorOrArray,
+        categories: Any,
     ) -> None:
         result = evaluate_segmentation(
             pred_points,
@@ -297,7 +312,7 @@ class OpenLex3DRetrieval(_ResultMetric):
 
     def __init__(self, *, top_k: int = 10, alignment_threshold: float = 0.001, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.top_k = check_int_at_least(top_k, "top_k", 1)
+        self.top_k = check_int(top_k, "top_k", low=1)
         self.alignment_threshold = check_positive(alignment_threshold, "alignment_threshold")
         self.last_result: RetrievalResult | None = None
         for name in self._LIST_DTYPES:
@@ -310,13 +325,13 @@ class OpenLex3DRetrieval(_ResultMetric):
 
     def update(
         self,
-        pred_points: Any,
-        pred_features: Any,
-        pred_index: Any,
-        query_features: Any,
+        pred_points: TensorOrArray,
+        pred_features: TensorOrArray,
+        pred_index: TensorOrArray | None,
+        query_features: TensorOrArray,
         queries: Sequence[RetrievalQuery],
-        gt_points: Any,
-        gt_ids: Any,
+        gt_points: TensorOrArray,
+        gt_ids: TensorOrArray,
     ) -> None:
         result = retrieval_ap(
             pred_points,

@@ -33,13 +33,14 @@ import torch
 from scipy.spatial import cKDTree
 from torch import Tensor
 
+from scenemetrics.checks import check_int, check_positive
+from scenemetrics.types import TensorOrArray
+
 from ._checks import (
     check_features,
     check_index,
     check_int_array,
-    check_int_at_least,
     check_points,
-    check_positive,
     check_text_features,
 )
 from .categories import EXCLUDED_LABELS, as_categories, normalize_label
@@ -286,13 +287,13 @@ def _greedy(
 
 
 def retrieval_ap(
-    pred_points: Any,
-    pred_features: Any,
-    pred_index: Any,
-    query_features: Any,
+    pred_points: TensorOrArray,
+    pred_features: TensorOrArray,
+    pred_index: TensorOrArray | None,
+    query_features: TensorOrArray,
     queries: Sequence[RetrievalQuery],
-    gt_points: Any,
-    gt_ids: Any,
+    gt_points: TensorOrArray,
+    gt_ids: TensorOrArray,
     *,
     top_k: int = 10,
     alignment_threshold: float = 0.001,
@@ -352,7 +353,7 @@ def _retrieval_ap(
     top_k: int,
     alignment_threshold: float,
 ) -> RetrievalResult:
-    k_top = check_int_at_least(top_k, "top_k", 1)
+    k_top = check_int(top_k, "top_k", low=1)
     threshold = check_positive(alignment_threshold, "alignment_threshold")
     query_list = _check_queries(queries)
     points = check_points(pred_points, "pred_points")

@@ -2,8 +2,9 @@
 
 :func:`evaluate_segmentation` validates the inputs, downsamples the prediction, matches GT points and computes
 the logits of the used feature rows once (in chunks), then derives every requested Top-N and the set ranking.
-Its results equal :func:`~scenemetrics.openlex3d.topn_frequency` and :func:`~scenemetrics.openlex3d.set_ranking`
-exactly.
+:func:`topn_frequency` and :func:`set_ranking` run the same pass for one metric, so their results equal
+:func:`evaluate_segmentation`'s exactly. The math of each metric lives in ``topn.py`` and ``set_ranking.py``, which
+this module imports (imports flow one way).
 
 Example:
     >>> import torch
@@ -26,14 +27,17 @@ from typing import Any
 import numpy as np
 from torch import Tensor
 
-from ._checks import check_compat, check_positive, check_prompts
+from scenemetrics.checks import check_choice, check_positive
+from scenemetrics.types import TensorOrArray
+
+from ._checks import check_prompts
 from ._scene import PreparedScene, prepare_scene
 from .categories import EXCLUDED_LABELS
-from .set_ranking import SetRankingResult, build_pairs, set_ranking_from_ranks
+from .set_ranking import COMPAT_MODES, SetRankingResult, build_pairs, set_ranking_from_ranks
 from .text import label_pass, single_torch_thread
 from .topn import TopNResult, check_excluded_labels, check_top_n, gt_top_labels, topn_from_labels
 
-__all__ = ["SegmentationResult", "evaluate_segmentation"]
+__all__ = ["SegmentationResult", "evaluate_segmentation", "set_ranking", "topn_frequency"]
 
 
 @dataclass(frozen=True)
@@ -60,13 +64,13 @@ def _check_top_ns(top_n: Any, n_prompts: int) -> list[int]:
 
 
 def evaluate_segmentation(
-    pred_points: Any,
-    pred_features: Any,
-    pred_index: Any,
-    text_features: Any,
+    pred_points: TensorOrArray,
+    pred_features: TensorOrArray,
+    pred_index: TensorOrArray | None,
+    text_features: TensorOrArray,
     prompts: Sequence[str],
-    gt_points: Any,
-    gt_ids: Any,
+    gt_points: TensorOrArray,
+    gt_ids: TensorOrArray,
     categories: Any,
     *,
     top_n: int | Sequence[int] = (1, 5, 10),
@@ -97,7 +101,7 @@ def evaluate_segmentation(
         raise ValueError("nothing to compute: `top_n` is empty and `set_ranking` is False")
     threshold = check_positive(missing_threshold, "missing_threshold")
     excluded = check_excluded_labels(excluded_labels)
-    compat = check_compat(compat)
+    compat = check_choice(compat, "compat", COMPAT_MODES)
     with single_torch_thread(not isinstance(pred_features, Tensor) or pred_features.device.type == "cpu"):
         scene = prepare_scene(
             pred_points,
@@ -140,3 +144,121 @@ def _evaluate(
     if pairs is not None:
         ranking = set_ranking_from_ranks(pairs, ranks, len(scene.prompts), compat, scene.n_pred)  # type: ignore[arg-type]
     return SegmentationResult(topn=topn, set_ranking=ranking)
+
+
+def topn_frequency(
+    pred_points: TensorOrArray,
+    pred_features: TensorOrArray,
+    pred_index: TensorOrArray | None,
+    text_features: TensorOrArray,
+    prompts: Sequence[str],
+    gt_points: TensorOrArray,
+    gt_ids: TensorOrArray,
+    categories: Any,
+    *,
+    top_n: int = 5,
+    voxel_size: float | None = 0.05,
+    missing_threshold: float = 0.05,
+    excluded_labels: Sequence[str] = EXCLUDED_LABELS,
+) -> TopNResult:
+    """OpenLex3D Top-N category frequency of one scene.
+
+    The prediction is voxel-downsampled (:func:`~scenemetrics.openlex3d.downsample_predictions`), each GT point is
+    matched to its nearest downsampled point (distance ``> missing_threshold`` = missing), and the point takes
+    the best category among that point's ``top_n`` prompts by cosine similarity. Equal logits rank by prompt index
+    (lower first); exact ties only occur with duplicate or zero features.
+
+    Args:
+        pred_points: ``(P, 3)`` predicted points.
+        pred_features: ``(K, D)`` features (per object or per point), on the device where logits are computed.
+        pred_index: ``(P,)`` feature row of every point in ``[0, K)``, or ``None`` for the identity (``K == P``).
+        text_features: ``(M, D)`` prompt embeddings, row ``m`` embeds ``prompts[m]``.
+        prompts: the ``M`` prompt strings (raw; matched after normalisation).
+        gt_points: ``(G, 3)`` GT points.
+        gt_ids: ``(G,)`` GT object ids (ids not in ``categories`` are not evaluated).
+        categories: :class:`~scenemetrics.openlex3d.Categories`, the parsed ``gt_categories.json`` or its path.
+        top_n: N in ``[1, M]``.
+        voxel_size: downsampling voxel in metres; ``None`` or ``0`` = no downsampling.
+        missing_threshold: GT points farther than this from every prediction are "missing".
+        excluded_labels: objects with one of these synonyms are not evaluated.
+
+    Returns:
+        :class:`TopNResult`. With no evaluated object the frequencies are NaN (``UserWarning``).
+
+    Raises:
+        ValueError: bad shapes, non-finite values, index out of range, bad options (``top_n`` outside ``[1, M]``,
+            ``voxel_size`` not ``None``, ``0`` or a finite positive number, ``missing_threshold <= 0``).
+        TypeError: non-integer index/ids or a wrong ``categories`` type.
+    """
+    result = evaluate_segmentation(
+        pred_points,
+        pred_features,
+        pred_index,
+        text_features,
+        prompts,
+        gt_points,
+        gt_ids,
+        categories,
+        top_n=top_n,
+        set_ranking=False,
+        voxel_size=voxel_size,
+        missing_threshold=missing_threshold,
+        excluded_labels=excluded_labels,
+    )
+    return next(iter(result.topn.values()))
+
+
+def set_ranking(
+    pred_points: TensorOrArray,
+    pred_features: TensorOrArray,
+    pred_index: TensorOrArray | None,
+    text_features: TensorOrArray,
+    prompts: Sequence[str],
+    gt_points: TensorOrArray,
+    gt_ids: TensorOrArray,
+    categories: Any,
+    *,
+    voxel_size: float | None = 0.05,
+    compat: str = "corrected",
+) -> SetRankingResult:
+    """OpenLex3D set ranking of one scene (mR, inlier rates, violator means and penalties).
+
+    Uses every GT point whose id is in ``categories`` (no distance threshold, no excluded labels), matched to its
+    nearest downsampled prediction. A label's rank is its 0-based position in the stable descending order of the
+    prediction's logits (equal logits: lower prompt index first). Labels are mapped to the first prompt with the
+    same normalised string; labels absent from the prompt list are dropped, repeated labels count twice.
+
+    Args:
+        pred_points: ``(P, 3)`` predicted points.
+        pred_features: ``(K, D)`` features, on the device where logits are computed.
+        pred_index: ``(P,)`` feature row of every point, or ``None`` for the identity (``K == P``).
+        text_features: ``(M, D)`` prompt embeddings, row ``m`` embeds ``prompts[m]``.
+        prompts: the ``M`` prompt strings.
+        gt_points: ``(G, 3)`` GT points.
+        gt_ids: ``(G,)`` GT object ids.
+        categories: :class:`~scenemetrics.openlex3d.Categories`, the parsed ``gt_categories.json`` or its path.
+        voxel_size: downsampling voxel in metres; ``None`` or ``0`` = no downsampling.
+        compat: ``"corrected"`` (pool inlier rates/violators over all points) or ``"toolkit"`` (last point only).
+
+    Returns:
+        :class:`SetRankingResult`. Empty prediction or no object: NaN scores with a ``UserWarning``.
+
+    Raises:
+        ValueError: bad shapes, non-finite values, index out of range, bad ``compat``/``voxel_size``.
+        TypeError: non-integer index/ids or a wrong ``categories`` type.
+    """
+    result = evaluate_segmentation(
+        pred_points,
+        pred_features,
+        pred_index,
+        text_features,
+        prompts,
+        gt_points,
+        gt_ids,
+        categories,
+        top_n=(),
+        set_ranking=True,
+        voxel_size=voxel_size,
+        compat=compat,
+    )
+    return result.set_ranking  # type: ignore[return-value]

@@ -14,6 +14,9 @@ Keys of :attr:`SetRankingResult.scores`, in order: ``overall`` (mR), ``synonyms`
 ``compat="toolkit"`` computes the inlier rates and violator means of an object from its last GT point only, as
 the toolkit's loop does (this produced the paper's numbers); the default ``"corrected"`` pools all points.
 
+This module holds the math on a prepared scene; :func:`~scenemetrics.openlex3d.set_ranking`
+(in ``segmentation.py``) runs the shared preprocessing pass and calls it.
+
 Example:
     >>> import torch
     >>> from scenemetrics.openlex3d import set_ranking
@@ -29,16 +32,17 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from scenemetrics._lazy import lazy_exports
+
 from ._scene import PreparedScene
 from .categories import normalize_label
 
-__all__ = ["SCORE_KEYS", "SetRankingResult", "set_ranking"]
+__all__ = ["SCORE_KEYS", "SetRankingResult"]
 
 SCORE_KEYS = (
     "overall",
@@ -54,6 +58,9 @@ SCORE_KEYS = (
     "P_DV_right",
 )
 """The 11 keys of :attr:`SetRankingResult.scores`; the first 8 are the columns of ``object_scores``."""
+
+COMPAT_MODES = ("corrected", "toolkit")
+"""Values of ``compat``: pool the inlier rates and violators over all GT points, or the toolkit's last point."""
 
 _EPS = 1e-8
 
@@ -262,59 +269,6 @@ def set_ranking_from_ranks(
     )
 
 
-def set_ranking(
-    pred_points: Any,
-    pred_features: Any,
-    pred_index: Any,
-    text_features: Any,
-    prompts: Sequence[str],
-    gt_points: Any,
-    gt_ids: Any,
-    categories: Any,
-    *,
-    voxel_size: float | None = 0.05,
-    compat: str = "corrected",
-) -> SetRankingResult:
-    """OpenLex3D set ranking of one scene (mR, inlier rates, violator means and penalties).
-
-    Uses every GT point whose id is in ``categories`` (no distance threshold, no excluded labels), matched to its
-    nearest downsampled prediction. A label's rank is its 0-based position in the stable descending order of the
-    prediction's logits (equal logits: lower prompt index first). Labels are mapped to the first prompt with the
-    same normalised string; labels absent from the prompt list are dropped, repeated labels count twice.
-
-    Args:
-        pred_points: ``(P, 3)`` predicted points.
-        pred_features: ``(K, D)`` features, on the device where logits are computed.
-        pred_index: ``(P,)`` feature row of every point, or ``None`` for the identity (``K == P``).
-        text_features: ``(M, D)`` prompt embeddings, row ``m`` embeds ``prompts[m]``.
-        prompts: the ``M`` prompt strings.
-        gt_points: ``(G, 3)`` GT points.
-        gt_ids: ``(G,)`` GT object ids.
-        categories: :class:`~scenemetrics.openlex3d.Categories`, the parsed ``gt_categories.json`` or its path.
-        voxel_size: downsampling voxel in metres; ``None`` or ``0`` = no downsampling.
-        compat: ``"corrected"`` (pool inlier rates/violators over all points) or ``"toolkit"`` (last point only).
-
-    Returns:
-        :class:`SetRankingResult`. Empty prediction or no object: NaN scores with a ``UserWarning``.
-
-    Raises:
-        ValueError: bad shapes, non-finite values, index out of range, bad ``compat``/``voxel_size``.
-        TypeError: non-integer index/ids or a wrong ``categories`` type.
-    """
-    from .segmentation import evaluate_segmentation  # it imports this module
-
-    result = evaluate_segmentation(
-        pred_points,
-        pred_features,
-        pred_index,
-        text_features,
-        prompts,
-        gt_points,
-        gt_ids,
-        categories,
-        top_n=(),
-        set_ranking=True,
-        voxel_size=voxel_size,
-        compat=compat,
-    )
-    return result.set_ranking  # type: ignore[return-value]
+# ``set_ranking`` runs the shared pass of ``segmentation.py``, which imports this module (imports flow one way);
+# ``scenemetrics.openlex3d.set_ranking.set_ranking``, its former path, still resolves on first use
+_old_path, __getattr__, __dir__ = lazy_exports(__name__, {"set_ranking": "scenemetrics.openlex3d.segmentation"})

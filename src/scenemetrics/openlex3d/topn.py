@@ -5,6 +5,9 @@ that point is farther than ``missing_threshold``; otherwise its category is the 
 depictions > vis_sim > clutter > incorrect) among the matched point's N highest-scoring prompts. Per object the
 categories' point fractions are computed, and the scene value of a category is the mean over objects.
 
+This module holds the math on a prepared scene; :func:`~scenemetrics.openlex3d.topn_frequency`
+(in ``segmentation.py``) runs the shared preprocessing pass and calls it.
+
 Example:
     >>> import torch
     >>> from scenemetrics.openlex3d import topn_frequency
@@ -26,11 +29,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ._checks import check_int_at_least
-from ._scene import PreparedScene
-from .categories import CATEGORIES, EXCLUDED_LABELS
+from scenemetrics._lazy import lazy_exports
+from scenemetrics.checks import check_int
 
-__all__ = ["TopNResult", "topn_frequency"]
+from ._scene import PreparedScene
+from .categories import CATEGORIES
+
+__all__ = ["TopNResult"]
 
 _MISSING = CATEGORIES.index("missing")
 
@@ -72,7 +77,7 @@ def check_excluded_labels(excluded_labels: Any) -> tuple[str, ...]:
 
 
 def check_top_n(top_n: Any, n_prompts: int) -> int:
-    return check_int_at_least(top_n, "top_n", 1, n_prompts)
+    return check_int(top_n, "top_n", low=1, high=n_prompts)
 
 
 def topn_from_labels(
@@ -134,65 +139,6 @@ def gt_top_labels(scene: PreparedScene, rows: np.ndarray, top: np.ndarray) -> np
     return out
 
 
-def topn_frequency(
-    pred_points: Any,
-    pred_features: Any,
-    pred_index: Any,
-    text_features: Any,
-    prompts: Sequence[str],
-    gt_points: Any,
-    gt_ids: Any,
-    categories: Any,
-    *,
-    top_n: int = 5,
-    voxel_size: float | None = 0.05,
-    missing_threshold: float = 0.05,
-    excluded_labels: Sequence[str] = EXCLUDED_LABELS,
-) -> TopNResult:
-    """OpenLex3D Top-N category frequency of one scene.
-
-    The prediction is voxel-downsampled (:func:`~scenemetrics.openlex3d.downsample_predictions`), each GT point is
-    matched to its nearest downsampled point (distance ``> missing_threshold`` = missing), and the point takes
-    the best category among that point's ``top_n`` prompts by cosine similarity. Equal logits rank by prompt index
-    (lower first); exact ties only occur with duplicate or zero features.
-
-    Args:
-        pred_points: ``(P, 3)`` predicted points.
-        pred_features: ``(K, D)`` features (per object or per point), on the device where logits are computed.
-        pred_index: ``(P,)`` feature row of every point in ``[0, K)``, or ``None`` for the identity (``K == P``).
-        text_features: ``(M, D)`` prompt embeddings, row ``m`` embeds ``prompts[m]``.
-        prompts: the ``M`` prompt strings (raw; matched after normalisation).
-        gt_points: ``(G, 3)`` GT points.
-        gt_ids: ``(G,)`` GT object ids (ids not in ``categories`` are not evaluated).
-        categories: :class:`~scenemetrics.openlex3d.Categories`, the parsed ``gt_categories.json`` or its path.
-        top_n: N in ``[1, M]``.
-        voxel_size: downsampling voxel in metres; ``None`` or ``0`` = no downsampling.
-        missing_threshold: GT points farther than this from every prediction are "missing".
-        excluded_labels: objects with one of these synonyms are not evaluated.
-
-    Returns:
-        :class:`TopNResult`. With no evaluated object the frequencies are NaN (``UserWarning``).
-
-    Raises:
-        ValueError: bad shapes, non-finite values, index out of range, bad options (``top_n`` outside ``[1, M]``,
-            ``voxel_size`` not ``None``, ``0`` or a finite positive number, ``missing_threshold <= 0``).
-        TypeError: non-integer index/ids or a wrong ``categories`` type.
-    """
-    from .segmentation import evaluate_segmentation  # it imports this module
-
-    result = evaluate_segmentation(
-        pred_points,
-        pred_features,
-        pred_index,
-        text_features,
-        prompts,
-        gt_points,
-        gt_ids,
-        categories,
-        top_n=top_n,
-        set_ranking=False,
-        voxel_size=voxel_size,
-        missing_threshold=missing_threshold,
-        excluded_labels=excluded_labels,
-    )
-    return next(iter(result.topn.values()))
+# ``topn_frequency`` runs the shared pass of ``segmentation.py``, which imports this module (imports flow one way);
+# ``scenemetrics.openlex3d.topn.topn_frequency``, its former path, still resolves on first use
+_old_path, __getattr__, __dir__ = lazy_exports(__name__, {"topn_frequency": "scenemetrics.openlex3d.segmentation"})

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from scenemetrics.types import TensorOrArray
+
 from ._checks import check_int_array, check_points, to_numpy
 
 __all__ = [
@@ -66,7 +68,7 @@ def _codes(point_categories: Any, n: int | None = None) -> np.ndarray:
     return codes
 
 
-def colorize_categories(point_categories: Any) -> np.ndarray:
+def colorize_categories(point_categories: TensorOrArray) -> np.ndarray:
     """``(G, 3)`` uint8 RGB colours of category codes ``-1..5`` (e.g. :attr:`TopNResult.point_categories`).
 
     Raises:
@@ -76,7 +78,7 @@ def colorize_categories(point_categories: Any) -> np.ndarray:
     return _PALETTE[_codes(point_categories) + 1]
 
 
-def save_category_ply(path: str | os.PathLike, points: Any, point_categories: Any) -> None:
+def save_category_ply(path: str | os.PathLike, points: TensorOrArray, point_categories: TensorOrArray) -> None:
     """Write a binary little-endian PLY with ``x y z`` (float32), ``red green blue`` (uchar), ``category`` (char).
 
     Readable by :func:`~scenemetrics.openlex3d.read_point_cloud` and by common viewers.
@@ -107,8 +109,8 @@ def save_category_ply(path: str | os.PathLike, points: Any, point_categories: An
 
 
 def render_topdown(
-    points: Any,
-    point_categories: Any,
+    points: TensorOrArray,
+    point_categories: TensorOrArray,
     *,
     resolution: int = 1024,
     point_size: int = 2,
@@ -158,8 +160,8 @@ def render_topdown(
 
 
 def category_picture(
-    points: Any,
-    point_categories: Any,
+    points: TensorOrArray,
+    point_categories: TensorOrArray,
     *,
     title: str = "OpenLex3D: Top-N category of each ground-truth point (top-down view)",
     **render_kwargs: Any,
@@ -205,7 +207,12 @@ def category_picture(
 
 
 def save_category_png(
-    path: str | os.PathLike, points: Any, point_categories: Any, *, legend: bool = True, **kwargs: Any
+    path: str | os.PathLike,
+    points: TensorOrArray,
+    point_categories: TensorOrArray,
+    *,
+    legend: bool = True,
+    **kwargs: Any,
 ) -> None:
     """Write the top-down category picture as a PNG (Pillow).
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from scenemetrics.cli import (
+from scenemetrics.cliutils import (
     RANDOM_BANNER,
     CLIError,
     add_device_arg,

@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from scenemetrics.cli import RANDOM_BANNER, CLIError, announce, show_progress
+from scenemetrics.cliutils import RANDOM_BANNER, CLIError, announce, resolve_device, show_progress
 from scenemetrics.jsonio import dumps
 
 __all__ = ["register", "run_build_dataset", "run_embed", "run_evaluate_head", "run_train_head"]
@@ -389,7 +389,6 @@ def run_train_head(args: argparse.Namespace) -> int:
 
 def run_embed(args: argparse.Namespace) -> int:
     """``scenemetrics prism embed``."""
-    from scenemetrics.cli import resolve_device
     from scenemetrics.prism.head import ProjectionHead
 
     if args.head is not None and args.anchors_out is None:

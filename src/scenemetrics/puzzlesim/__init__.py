@@ -29,8 +29,20 @@ _EXPORTS = {
     "PuzzleSimMemory": "memory",
     "PuzzleSim": "metric",
     "SoftPuzzleSimLoss": "loss",
+    "save_map_pngs": "pictures",
 }
-_SUBMODULES = ("backbone", "options", "functional", "memory", "metric", "loss", "search", "approximate", "cli")
+_SUBMODULES = (
+    "backbone",
+    "options",
+    "functional",
+    "memory",
+    "metric",
+    "loss",
+    "pictures",
+    "search",
+    "approximate",
+    "cli",
+)
 
 _all, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _SUBMODULES)
 __all__ = [name for name in _all if name in _EXPORTS]

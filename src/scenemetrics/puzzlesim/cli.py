@@ -7,9 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from scenemetrics import cli as _cli
+from scenemetrics import cliutils as _cli
+from scenemetrics._lazy import lazy_exports
 
-__all__ = ["register", "run", "save_map_pngs"]
+# ``save_map_pngs`` lives in ``scenemetrics.puzzlesim.pictures`` (it imports torch); still importable from here
+_lazy_names, __getattr__, __dir__ = lazy_exports(__name__, {"save_map_pngs": "scenemetrics.puzzlesim.pictures"})
+__all__ = ["register", "run", *_lazy_names]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -62,57 +65,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def save_map_pngs(
-    image,
-    sim_map,
-    out: Path,
-    name: str,
-    colormap: str = "jet_r",
-    *,
-    panel: bool = False,
-    extra_tiles=(),
-) -> dict[str, str]:
-    """Write the map of one image: exact values for programs and pictures for people.
-
-    Files (paths returned relative to ``out``):
-
-    * ``maps/<name>_raw.npy``: the map as float32 (``numpy.load``), exact;
-    * ``maps/<name>.png``: the map, coloured on its 2nd-98th percentile, with a title and a colour bar of real values;
-    * ``overlays/<name>.png``: the image, coloured where the map is low (likely artifacts), same colour bar;
-    * ``panels/<name>.png`` when ``panel``: image | map | overlay (| ``extra_tiles``) in one picture.
-    """
-    from scenemetrics import viz
-
-    rng = viz.robust_range(sim_map)
-    score = float(sim_map.mean())
-    head = f"PuzzleSim map of {name} (score {score:.4f}, higher = more plausible)"
-    paths = {
-        "map_raw": viz.save_raw_map(sim_map, out / "maps" / f"{name}_raw.npy"),
-        "map": viz.map_picture(sim_map, title=head, display_range=rng, colormap=colormap).save(
-            out / "maps" / f"{name}.png"
-        ),
-        "overlay": viz.map_picture(
-            sim_map,
-            image=image,
-            show=("overlay",),
-            title=f"Likely artifacts in {name} (score {score:.4f})",
-            display_range=rng,
-            colormap=colormap,
-        ).save(out / "overlays" / f"{name}.png"),
-    }
-    if panel:
-        paths["panel"] = viz.map_picture(
-            sim_map,
-            image=image,
-            show=("image", "map", "overlay"),
-            title=head,
-            display_range=rng,
-            colormap=colormap,
-            extra_tiles=extra_tiles,
-        ).save(out / "panels" / f"{name}.png")
-    return {k: v.relative_to(out).as_posix() for k, v in paths.items()}
-
-
 def run(args: argparse.Namespace) -> int:
     import tempfile
 
@@ -126,6 +78,7 @@ def _run(args: argparse.Namespace, tmp: Path) -> int:
 
     from scenemetrics.image import list_images, read_image
     from scenemetrics.puzzlesim import DEFAULT_LAYER_WEIGHTS, DEFAULT_LAYERS, PuzzleSimMemory, random_checkpoint
+    from scenemetrics.puzzlesim.pictures import save_map_pngs
 
     random_weights = _cli.random_weights_banner(args)
     device = _cli.resolve_device(args.device)

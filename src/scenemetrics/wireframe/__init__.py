@@ -26,11 +26,8 @@ _EXPORTS = {
         "validate_vertices",
         "validate_wireframe",
     ),
-    "scenemetrics.wireframe.metrics": (
-        "METRIC_NAMES",
-        "TABLE2_COLUMNS",
+    "scenemetrics.wireframe.scores": (
         "WED_VARIANTS",
-        "ScalarMetric",
         "chamfer_distance",
         "corner_offset",
         "corner_prf",
@@ -40,12 +37,17 @@ _EXPORTS = {
         "iou",
         "jaccard_distance",
         "laplacian_spectrum",
-        "make_metric",
-        "metric_option_names",
         "sample_edges",
         "segment_hausdorff_matrix",
         "spectral_distance",
         "wed",
+    ),
+    "scenemetrics.wireframe.registry": (
+        "METRIC_NAMES",
+        "TABLE2_COLUMNS",
+        "ScalarMetric",
+        "make_metric",
+        "metric_option_names",
     ),
     "scenemetrics.wireframe.properties": (
         "PASS_FRACTION",
@@ -80,7 +82,20 @@ _EXPORTS = {
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
 
-_SUBMODULES = ("types", "metrics", "hss2025", "properties", "ranking", "synthetic", "metric", "formats", "cli")
+_SUBMODULES = (
+    "types",
+    "options",
+    "scores",
+    "registry",
+    "metrics",
+    "hss2025",
+    "properties",
+    "ranking",
+    "synthetic",
+    "metric",
+    "formats",
+    "cli",
+)
 
 
 _all, __getattr__, __dir__ = lazy_exports(__name__, _WHERE, _SUBMODULES)

@@ -33,12 +33,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from scenemetrics.cliutils import CLIError, add_quiet_arg, show_progress
+from scenemetrics.jsonio import write_json
+
 __all__ = ["register", "run"]
 
 
 def register(subparsers: Any) -> None:
     """Add the ``wireframe`` command and its ``eval``/``properties`` subcommands."""
-    from scenemetrics.cli import add_quiet_arg
 
     parser = subparsers.add_parser(
         "wireframe",
@@ -89,14 +91,14 @@ def _usage(args: argparse.Namespace, message: str) -> int:
 
 
 def _options(name: str, args: argparse.Namespace) -> dict[str, float]:
-    from scenemetrics.wireframe.metrics import metric_option_names
+    from scenemetrics.wireframe.registry import metric_option_names
 
     accepted = metric_option_names(name)
     return {k: getattr(args, k) for k in ("threshold", "radius") if k in accepted and getattr(args, k) is not None}
 
 
 def _missing_option(names: list[str], args: argparse.Namespace) -> str | None:
-    from scenemetrics.wireframe.metrics import make_metric
+    from scenemetrics.wireframe.registry import make_metric
 
     for name in names:
         try:
@@ -112,7 +114,6 @@ def _load_houses(path: str, flag: str) -> list:
 
     import numpy as np
 
-    from scenemetrics.cli import CLIError
     from scenemetrics.wireframe.types import as_wireframe
 
     p = Path(path)
@@ -166,7 +167,6 @@ def _kind(path: str) -> str:
 
 def _load_pair(args: argparse.Namespace) -> tuple[list[str], list, list, str]:
     """``(house labels, predictions, ground truths, format)`` from --pred/--gt in any supported format."""
-    from scenemetrics.cli import CLIError
 
     kinds = {_kind(args.pred), _kind(args.gt)}
     if len(kinds) > 1:
@@ -203,7 +203,6 @@ def _load_pair(args: argparse.Namespace) -> tuple[list[str], list, list, str]:
 
 
 def _load_obj_pair(args: argparse.Namespace) -> tuple[list[str], list, list]:
-    from scenemetrics.cli import CLIError
     from scenemetrics.wireframe.formats import building3d_normalize, read_obj_wireframe, read_xyz_points
 
     pred, gt = Path(args.pred), Path(args.gt)
@@ -241,7 +240,7 @@ def _challenge_score(challenge: str, preds: list, gts: list) -> dict:
     """The S23DR leaderboard's headline number: 2025 mean HSS, 2024 mean WED (the 2024 scorer's variant)."""
     import numpy as np
 
-    from scenemetrics.wireframe.metrics import hss, wed
+    from scenemetrics.wireframe.scores import hss, wed
 
     if challenge == "s23dr2025":
         values = [hss(p.vertices, p.edges, g.vertices, g.edges).hss for p, g in zip(preds, gts, strict=True)]
@@ -262,9 +261,8 @@ def _run_eval(args: argparse.Namespace) -> int:
     import csv
     import warnings
 
-    from scenemetrics.cli import write_json
     from scenemetrics.wireframe.metric import DEFAULT_METRICS, WireframeMetrics
-    from scenemetrics.wireframe.metrics import METRIC_NAMES
+    from scenemetrics.wireframe.registry import METRIC_NAMES
 
     names = list(args.metrics) if args.metrics else list(DEFAULT_METRICS)
     unknown = [n for n in names if n not in METRIC_NAMES]
@@ -321,9 +319,8 @@ def _run_eval(args: argparse.Namespace) -> int:
 
 
 def _run_properties(args: argparse.Namespace) -> int:
-    from scenemetrics.cli import show_progress
-    from scenemetrics.wireframe.metrics import METRIC_NAMES, make_metric
     from scenemetrics.wireframe.properties import format_property_table, property_suite
+    from scenemetrics.wireframe.registry import METRIC_NAMES, make_metric
     from scenemetrics.wireframe.synthetic import synthetic_houses
 
     if args.metric not in METRIC_NAMES:

@@ -21,14 +21,9 @@ import numpy as np
 import torch
 from torchmetrics import Metric
 
-from scenemetrics.wireframe.metrics import (
-    METRIC_NAMES,
-    ScalarMetric,
-    _nonneg,
-    _positive,
-    make_metric,
-    metric_option_names,
-)
+from scenemetrics.checks import check_choice
+from scenemetrics.wireframe.options import check_distance
+from scenemetrics.wireframe.registry import METRIC_NAMES, ScalarMetric, make_metric, metric_option_names
 from scenemetrics.wireframe.types import PRF, Wireframe, as_wireframe
 
 __all__ = ["DEFAULT_METRICS", "WireframeMetrics"]
@@ -128,17 +123,16 @@ class WireframeMetrics(Metric):
             raise ValueError(f"unknown wireframe metric(s) {unknown}; choose from {', '.join(METRIC_NAMES)}.")
         if len(set(names)) != len(names):
             raise ValueError(f"metrics has duplicate names: {names}.")
-        if average not in ("macro", "micro"):
-            raise ValueError(f"average must be 'macro' or 'micro', got {average!r}.")
+        check_choice(average, "average", ("macro", "micro"))
         options = dict(metric_options or {})
         stray = sorted(set(options) - set(names))
         if stray:
             raise ValueError(f"metric_options names metrics that are not requested: {stray}.")
         # checked even when no requested metric uses them: a negative or non-finite distance is always a mistake
         if threshold is not None:
-            _nonneg(threshold, "threshold")
+            check_distance(threshold, "threshold")
         if radius is not None:
-            _positive(radius, "radius")
+            check_distance(radius, "radius", allow_zero=False)
         self.metric_names = names
         self.average = average
         self.threshold, self.radius = threshold, radius

@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from scenemetrics.wireframe.metrics import (
+from scenemetrics.checks import check_int
+from scenemetrics.wireframe.registry import (
     TABLE2_COLUMNS,
     ScalarMetric,
     make_metric,
@@ -308,8 +309,7 @@ def property_suite(
         1.0
     """
     fn, hib, name = _resolve(metric_fn, higher_is_better, metric_options)
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-        raise ValueError(f"steps must be an integer >= 1, got {steps!r}.")
+    check_int(steps, "steps", low=1)
     houses = [as_wireframe(h, name=f"gt_wireframes[{i}]") for i, h in enumerate(gt_wireframes)]
     if len(houses) < 2:
         raise ValueError(f"gt_wireframes needs at least 2 houses (a triangle test uses another), got {len(houses)}.")

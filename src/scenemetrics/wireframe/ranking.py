@@ -20,6 +20,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from scenemetrics.checks import check_choice, check_int, check_number, check_positive
+
 __all__ = [
     "BTResult",
     "agreement",
@@ -130,8 +132,7 @@ def implied_win_rates(theta: Any, *, scale: float = 1.0) -> np.ndarray:
         [0.5, 0.5]
     """
     t = np.asarray(theta, dtype=np.float64).reshape(-1)
-    if not (math.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be a finite number > 0, got {scale!r}.")
+    check_positive(scale, "scale")
     ok = np.isfinite(t)
     out = np.full(len(t), np.nan)
     tt = t[ok]
@@ -197,10 +198,8 @@ def bradley_terry(
     """
     import torch
 
-    if ties not in ("half", "drop"):
-        raise ValueError(f"ties must be 'half' or 'drop', got {ties!r}.")
-    if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
-        raise ValueError(f"max_steps must be an integer >= 1, got {max_steps!r}.")
+    check_choice(ties, "ties", ("half", "drop"))
+    check_int(max_steps, "max_steps", low=1)
     for arg, val in (("lr", lr), ("tol", tol), ("l2", l2), ("scale", scale), ("offset", offset)):
         if not math.isfinite(val):
             raise ValueError(f"{arg} must be finite, got {val!r}.")
@@ -289,8 +288,7 @@ def quality_factor(win_matrix: Any, *, eps: float = 1e-3) -> np.ndarray:
         raise ValueError(f"win_matrix must be a non-empty (n_items, n_raters) matrix, got shape {m.shape}.")
     if not np.isfinite(m).all() or m.min() < 0 or m.max() > 1:
         raise ValueError("win_matrix must hold win rates in [0, 1] without NaN (drop items a rater never compared).")
-    if not 0 < eps < 0.5:
-        raise ValueError(f"eps must be in (0, 0.5), got {eps!r}.")
+    check_number(eps, "eps", low=0, high=0.5, low_open=True, high_open=True)
     mc = np.clip(m, eps, 1 - eps)
     eta = np.log(mc / (1 - mc))
     u, _, _ = np.linalg.svd(eta, full_matrices=False)
@@ -316,8 +314,7 @@ def preferences_from_scores(
     b = np.asarray(scores_b, dtype=np.float64)
     if a.shape != b.shape:
         raise ValueError(f"scores_a and scores_b must have the same shape, got {a.shape} and {b.shape}.")
-    if not (math.isfinite(tie_tol) and tie_tol >= 0):
-        raise ValueError(f"tie_tol must be a finite number >= 0, got {tie_tol!r}.")
+    check_positive(tie_tol, "tie_tol", allow_zero=True)
     diff = a - b if higher_is_better else b - a
     out = np.where(diff > tie_tol, 1.0, np.where(diff < -tie_tol, 0.0, 0.5))
     out[np.isnan(diff)] = np.nan

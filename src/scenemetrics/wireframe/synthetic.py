@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scenemetrics.checks import check_choice, check_int, check_positive
 from scenemetrics.wireframe.types import Wireframe
 
 __all__ = ["synthetic_house", "synthetic_houses"]
@@ -54,10 +55,8 @@ def synthetic_house(
         >>> synthetic_house(1, roof="hip", annex=False).edges.shape
         (17, 2)
     """
-    if roof not in ("random", "gable", "hip"):
-        raise ValueError(f"roof must be 'random', 'gable' or 'hip', got {roof!r}.")
-    if not np.isfinite(scale) or scale <= 0:
-        raise ValueError(f"scale must be a finite number > 0, got {scale!r}.")
+    check_choice(roof, "roof", ("random", "gable", "hip"))
+    check_positive(scale, "scale")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     W = rng.uniform(8.0, 14.0)
     D = rng.uniform(6.0, min(10.0, W - 1.0))
@@ -100,6 +99,5 @@ def synthetic_houses(n: int, seed: int = 0, **kwargs: object) -> list[Wireframe]
         >>> len(synthetic_houses(3))
         3
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"n must be an integer >= 0, got {n!r}.")
+    check_int(n, "n", low=0)
     return [synthetic_house(np.random.default_rng([seed, i]), **kwargs) for i in range(n)]  # type: ignore[arg-type]

@@ -20,6 +20,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from scenemetrics.types import ArrayLike
+
 __all__ = [
     "PRF",
     "HSSResult",
@@ -77,7 +79,7 @@ def _fmt(row: np.ndarray) -> str:
     return "(" + ", ".join(repr(v.item()) for v in row) + ")"
 
 
-def validate_vertices(vertices: Any, *, arg: str = "pred_vertices") -> np.ndarray:
+def validate_vertices(vertices: ArrayLike, *, arg: str = "pred_vertices") -> np.ndarray:
     """Check and convert one vertex array to ``(N, 3)`` float64.
 
     Args:
@@ -161,7 +163,7 @@ def _check_simple(e: np.ndarray, n_vertices: int, arg: str, varg: str) -> None:
         )
 
 
-def validate_wireframe(vertices: Any, edges: Any, *, name: str = "pred") -> Wireframe:
+def validate_wireframe(vertices: ArrayLike, edges: ArrayLike, *, name: str = "pred") -> Wireframe:
     """Check one wireframe and convert it to float64/int64 numpy arrays.
 
     Rules: ``vertices`` ``(N, 3)`` finite numbers (0 elements read as ``(0, 3)``); ``edges`` ``(M, 2)`` integer
@@ -230,7 +232,7 @@ def as_wireframe(obj: Any, *, name: str = "pred") -> Wireframe:
     )
 
 
-def clean_wireframe(vertices: Any, edges: Any, *, merge_distance: float | None = None) -> Wireframe:
+def clean_wireframe(vertices: ArrayLike, edges: ArrayLike, *, merge_distance: float | None = None) -> Wireframe:
     """Normalise a wireframe: optionally merge close vertices, then drop self-loops and duplicate edges.
 
     With ``merge_distance`` vertices closer than it (strictly) are merged by single linkage; a merged vertex is the
