@@ -15,7 +15,7 @@ from pathlib import Path
 from scenemetrics.evaluation.config import EvalConfig
 from scenemetrics.evaluation.layout import Unit, discover_units
 from scenemetrics.evaluation.records import RESULTS_FILE, latest_cells, metric_fingerprint, read_records
-from scenemetrics.evaluation.registry import MetricEntry
+from scenemetrics.registry import MetricAdapter
 
 __all__ = ["Plan", "make_plan"]
 
@@ -76,7 +76,7 @@ def _units(config: EvalConfig, out: Path) -> list[Unit]:
     return units
 
 
-def make_plan(config: EvalConfig, entries: list[MetricEntry], unavailable: dict[str, str]) -> Plan:
+def make_plan(config: EvalConfig, entries: list[MetricAdapter], unavailable: dict[str, str]) -> Plan:
     """Discover the units and decide what each still needs (rank 0 only; the plan is broadcast)."""
     out = Path(config.out)
     units = _units(config, out)
@@ -100,4 +100,3 @@ def make_plan(config: EvalConfig, entries: list[MetricEntry], unavailable: dict[
         ]
     run = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
     return Plan(run, units, todo, fingerprints, inputs, [e.name for e in entries], unavailable)
-

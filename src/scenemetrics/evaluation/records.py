@@ -29,7 +29,7 @@ from scenemetrics.jsonio import dumps, restore
 
 if TYPE_CHECKING:
     from scenemetrics.evaluation.planning import Plan
-    from scenemetrics.evaluation.registry import MetricEntry
+    from scenemetrics.registry import MetricAdapter
 
 __all__ = [
     "RECORD_FORMAT",
@@ -94,7 +94,6 @@ def append_record(path: str | os.PathLike, record: Mapping[str, Any]) -> None:
         os.fsync(f.fileno())
 
 
-
 def atomic_torch_save(obj: Any, path: Path) -> None:
     """``torch.save`` into memory, then :func:`scenemetrics.fileio.atomic_write_bytes`."""
     import io
@@ -106,8 +105,7 @@ def atomic_torch_save(obj: Any, path: Path) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
-
-def metric_fingerprint(entry: MetricEntry, options: Mapping[str, Any], random_weights: bool) -> str:
+def metric_fingerprint(entry: MetricAdapter, options: Mapping[str, Any], random_weights: bool) -> str:
     """A short hash of what changes a metric's scores: its score-relevant options and ``random_weights``."""
     keys = sorted(options) if entry.fingerprint_options is None else sorted(entry.fingerprint_options)
     relevant = {k: options.get(k) for k in keys if options.get(k) is not None}
@@ -134,7 +132,6 @@ def latest_cells(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], 
             merged["objects"] = (rec.get("objects") or {}).get(name)
             cells.setdefault(key, {})[name] = merged
     return cells
-
 
 
 def commit_unit(out: Path, payload: Mapping[str, Any], plan: Plan, rank: int) -> dict:

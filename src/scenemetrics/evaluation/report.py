@@ -32,10 +32,10 @@ from urllib.parse import quote
 
 from scenemetrics.evaluation.config import RANDOM_BANNER, EvalConfig, EvalSummary
 from scenemetrics.evaluation.records import RESULTS_FILE, latest_cells, read_records
-from scenemetrics.evaluation.registry import get_metric
 from scenemetrics.evaluation.states import pooled_values
 from scenemetrics.fileio import atomic_write_bytes
 from scenemetrics.jsonio import restore
+from scenemetrics.registry import get_metric
 
 __all__ = ["RESULTS_FORMAT", "finalize", "format_value", "write_html"]
 

@@ -54,9 +54,9 @@ from scenemetrics.evaluation.records import (
     metric_fingerprint,
     read_records,
 )
-from scenemetrics.evaluation.registry import get_metric, load_plugins, resolve_metrics
 from scenemetrics.evaluation.states import pooled_values
 from scenemetrics.evaluation.unit import UnitMetrics, error_text, evaluate_unit_safely, print_line
+from scenemetrics.registry import get_metric, load_plugins, resolve_metrics
 
 __all__ = [
     "RANDOM_BANNER",
@@ -99,7 +99,6 @@ def _fabric_worker(fabric: Any, config: EvalConfig) -> EvalSummary | None:
     return _worker(FabricProcesses(fabric), config)
 
 
-
 @contextlib.contextmanager
 def _out_lock(out: Path) -> Iterator[None]:
     """Refuse a second run writing into the same folder (POSIX advisory lock, released by the kernel on a kill)."""
@@ -120,14 +119,11 @@ def _out_lock(out: Path) -> Iterator[None]:
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
-
-
 def _is_terminal() -> bool:
     try:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):
         return False
-
 
 
 def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
@@ -237,4 +233,3 @@ def _units_text(units: Sequence[str]) -> str:
     """``"3 units: a/x, a/y, b/x"`` (the first three named)."""
     names = ", ".join(units[:3]) + (f" and {len(units) - 3} more" if len(units) > 3 else "")
     return f"{len(units)} unit{'' if len(units) == 1 else 's'}: {names}"
-

@@ -48,7 +48,6 @@ def cpu_states(metric: Any) -> dict[str, Any]:
     return out
 
 
-
 def pooled_values(metric: Any, unit_states: Sequence[Mapping[str, Any]], tag: str) -> dict[str, float]:
     """``compute()`` over the states of several units combined by torchmetrics' own sync, each unit playing a rank.
 

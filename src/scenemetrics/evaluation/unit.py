@@ -27,15 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scenemetrics.evaluation.layout import Unit, View, read_cameras
-from scenemetrics.evaluation.registry import (
-    MetricConfig,
-    MetricEntry,
-    ViewItem,
-    default_arguments,
-    get_metric,
-    metric_kind,
-)
 from scenemetrics.evaluation.states import cpu_states, scalars
+from scenemetrics.registry import MetricAdapter, MetricConfig, ViewItem, get_metric
 
 if TYPE_CHECKING:
     from scenemetrics.evaluation.config import EvalConfig
@@ -92,7 +85,7 @@ class UnitMetrics:
                 weights = "random weights" if self.config.random_weights else "loading its weights"
                 print_line(f"building {name} on {self.device} ({weights}) ...")
             try:
-                metric = entry.factory(cfg)
+                metric = entry.build(cfg)
                 from torchmetrics import Metric
 
                 if not isinstance(metric, Metric):
@@ -108,7 +101,6 @@ class UnitMetrics:
                 raise
             self._built[name] = metric
         return self._built[name]
-
 
 
 def _load_mask(path: Path, shape: Any) -> Any:
@@ -143,7 +135,6 @@ def _load_image(path: Path, background: str | None, notes: list[str]) -> Any:
     return torch.from_numpy(arr).permute(2, 0, 1).float().div_(255.0)
 
 
-
 def _thumbnail(render: Any, sim_map: Any, height: int, name: str = "map", view: str = "") -> Any:
     """Render and map side by side at ``height`` px, titled, with a colour bar of the map's real values."""
     import torch.nn.functional as F
@@ -168,13 +159,7 @@ def _thumbnail(render: Any, sim_map: Any, height: int, name: str = "map", view: 
     ).image
 
 
-def _objects(metric: Any, result: Any, view: str) -> list[dict]:
-    import importlib
-
-    names = None
-    if "OSIM" in {cls.__name__ for cls in type(metric).__mro__}:
-        with contextlib.suppress(ImportError, AttributeError):
-            names = importlib.import_module("scenemetrics.osim").COCO_CLASSES
+def _objects(names: Sequence[str] | None, result: Any, view: str) -> list[dict]:
     classes = [int(c) for c in result.classes.tolist()]
     return [
         {
@@ -188,7 +173,7 @@ def _objects(metric: Any, result: Any, view: str) -> list[dict]:
     ]
 
 
-def _missing_input(entry: MetricEntry, unit: Unit) -> tuple[str, str] | None:
+def _missing_input(entry: MetricAdapter, unit: Unit) -> tuple[str, str] | None:
     """``("skipped"|"error", why)`` when the unit cannot feed the metric, else ``None``."""
     render_problems = [msg for kind, msg in unit.problems if kind == "renders"]
     if render_problems:
@@ -211,13 +196,11 @@ def _missing_input(entry: MetricEntry, unit: Unit) -> tuple[str, str] | None:
 
 
 def _pose_tensor(cam: Any) -> Any:
-    import importlib
-
     import torch
 
     if cam.pose is not None:
         return torch.tensor([cam.pose], dtype=torch.float32)
-    prism = importlib.import_module("scenemetrics.prism")
+    from scenemetrics import prism
 
     def spherical(c: Mapping[str, Any]) -> Any:
         if "c2w" in c:
@@ -247,7 +230,6 @@ class _Capture:
 def error_text(err: BaseException) -> str:
     text = " ".join(line.strip() for line in str(err).splitlines() if line.strip())
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
-
 
 
 @dataclass
@@ -340,7 +322,7 @@ def load_cameras(run: UnitRun) -> dict[str, Any]:
 
 def give_references(run: UnitRun, config: EvalConfig, device: Any) -> None:
     """Load the unit's training views once and hand them to every metric fed by references."""
-    ref_metrics = [n for n in run.active if metric_kind(run.active[n]) == "references"]
+    ref_metrics = [n for n in run.active if get_metric(n).update_kind(run.active[n]) == "references"]
     if not ref_metrics:
         return
     try:
@@ -401,28 +383,31 @@ def update_metrics(run: UnitRun, index: int, item: ViewItem, masked: ViewItem, c
                         "differ in size (nothing is resized)"
                     )
                 view_item = masked if "gt" in entry.inputs else item  # masks restrict full-reference scores
-                args = (entry.arguments or default_arguments)(metric, view_item, config.options.get(name, {}))
+                args = entry.update_args(metric, view_item, config.options.get(name, {}))
                 with run.capture(name):
                     if entry.per_view:
                         value = metric(*args)
                         run.per_view.setdefault(name, {})[item.name] = scalars(value, name)
                     else:
                         metric.update(*args)
-                _keep_pictures(run, name, metric, index, item, config)
+                _keep_pictures(run, entry, metric, index, item, config)
             except Exception as err:
                 run.fail(name, err)
 
 
-def _keep_pictures(run: UnitRun, name: str, metric: Any, index: int, item: ViewItem, config: EvalConfig) -> None:
+def _keep_pictures(
+    run: UnitRun, entry: MetricAdapter, metric: Any, index: int, item: ViewItem, config: EvalConfig
+) -> None:
     import torch
 
-    maps = getattr(metric, "last_maps", None)
+    name = entry.name
+    maps = getattr(metric, "last_maps", None) if entry.has_picture("map", metric) else None
     if isinstance(maps, torch.Tensor) and maps.ndim == 3 and index < config.max_thumbnails:
         picture = _thumbnail(item.render[0], maps[0].detach(), config.thumbnail_height, name, item.name)
         run.thumbs.setdefault(name, []).append((item.name, picture))
-    result = getattr(metric, "last_result", None)
+    result = getattr(metric, "last_result", None) if entry.has_picture("objects", metric) else None
     if result is not None and hasattr(result, "r") and hasattr(result, "classes"):
-        run.objects.setdefault(name, []).extend(_objects(metric, result, item.name))
+        run.objects.setdefault(name, []).extend(_objects(entry.object_class_names(), result, item.name))
 
 
 def compute_metrics(run: UnitRun) -> None:
