@@ -262,7 +262,7 @@ class SceneMetricsTrainingCallback(TrainingCallback):
             map_colormap=cfg.map_colormap,
             prefix=cfg.prefix,
         )
-        runner.update_fns = {name: self._square_update(name) for name, a in runner.adapters.items() if a.square}
+        runner.update_fns = {name: self._square_update(runner, name) for name, a in runner.adapters.items() if a.square}
         self.runner = runner
         train = pipeline.datamanager.train_dataset
         evals = pipeline.datamanager.eval_dataset
@@ -322,12 +322,11 @@ class SceneMetricsTrainingCallback(TrainingCallback):
         item = RenderedView(render, target.to(render.device), extras)
         return prepare_view(item, "nerfstudio model.get_outputs_for_camera", view["index"])
 
-    def _square_update(self, name: str) -> Any:
+    def _square_update(self, runner: MetricRunner, name: str) -> Any:
         """The update of a metric whose adapter needs square views: non-square views are skipped (one warning), or
         centre-cropped with ``<name>_center_crop``."""
         crop = bool(getattr(self.config, f"{name}_center_crop", False))
-        assert self.runner is not None
-        wanted = UPDATE_SIGNATURES[self.runner.kind(name)]
+        wanted = UPDATE_SIGNATURES[runner.kind(name)]
 
         def update(metric: Metric, render: Tensor, target: Tensor | None, extras: Any) -> bool:
             if "target" in wanted and target is None:
