@@ -10,8 +10,8 @@ import pytest
 import torch
 import torchmetrics
 
-from scenemetrics import hub
 from scenemetrics import builtin_metrics as registry
+from scenemetrics import hub
 from scenemetrics.evaluation.registry import (
     MetricConfig,
     ViewItem,
@@ -276,3 +276,63 @@ def test_random_weights_lpips_and_puzzlesim_need_no_file(tmp_path, no_torch_down
         lpips = registry.build_lpips(cfg)
         ps = registry.build_puzzlesim(MetricConfig("puzzlesim", {}, torch.device("cpu"), True, tmp_path))
     assert isinstance(lpips, torchmetrics.Metric) and ps.weights_path.endswith("-random.pth")
+
+
+# ---- the shared adapter registry -----------------------------------------------------------------------------------
+
+
+def test_adapter_lookup_prefers_the_most_specific_class(declared):
+    from scenemetrics.registry import adapter_for
+
+    register_metric("t_sub", None, metric_class=_SubDistance, inputs=("gt",), update="paired")
+    try:
+        assert adapter_for(_SubDistance()).name == "t_sub"  # the subclass's own entry wins over its parent's
+        assert adapter_for(PRISMDistance()).name == "t_distance"
+        assert adapter_for(_SubDistance(), "t_distance").name == "t_distance"  # a name that describes it is kept
+        assert adapter_for(torchmetrics.MeanSquaredError(), "psnr").name == ""  # psnr's entry is for another class
+        assert "t_sub" not in metric_names()  # no factory: describes instances, cannot be built by name
+        with pytest.raises(ValueError, match="cannot be built by name"):
+            get_metric("t_sub").build(MetricConfig("t_sub", {}, "cpu"))
+    finally:
+        unregister_metric("t_sub")
+
+
+def test_class_strings_never_import_their_module():
+    from scenemetrics.registry import adapter_for
+
+    register_metric("t_lazy", None, metric_class="tests_nonexistent_room.metric:Lazy", update="paired")
+    try:
+        assert adapter_for(torchmetrics.MeanSquaredError()).name == ""
+        assert "tests_nonexistent_room" not in sys.modules
+    finally:
+        unregister_metric("t_lazy")
+
+
+def test_builtin_adapters_declare_update_and_pictures():
+    expected = {
+        "psnr": ("paired", None),
+        "puzzlesim": ("references", frozenset({"map"})),
+        "osim": ("paired", frozenset({"objects"})),
+        "prism": ("prism_distance", None),
+        "prism_mmd": ("prism_mmd", None),
+    }
+    for name, (update, pictures) in expected.items():
+        entry = get_metric(name)
+        assert (entry.update, entry.pictures) == (update, pictures), name
+    assert get_metric("osim").object_class_names()[0] == "person"  # COCO's first class
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"update": "sideways"}, "`update`"),
+        ({"pictures": ("movie",)}, "`pictures`"),
+        ({"pictures": "map"}, "`pictures`"),
+        ({"metric_class": "no_colon"}, "`metric_class`"),
+        ({"requires": 3}, "`requires`"),
+    ],
+)
+def test_register_metric_rejects_bad_adapter_fields(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        register_metric("t_bad", lambda cfg: None, **kwargs)
+    assert "t_bad" not in metric_names()
