@@ -66,6 +66,7 @@ from typing import Any
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "GENERIC",
     "INPUTS",
     "PICTURES",
     "UPDATES",

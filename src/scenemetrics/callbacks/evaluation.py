@@ -42,7 +42,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from scenemetrics.callbacks.views import RenderedView
-from scenemetrics.registry import UPDATE_SIGNATURES, MetricAdapter, adapter_for
+from scenemetrics.registry import UPDATE_SIGNATURES, MetricAdapter, adapter_for, metric_kind
 from scenemetrics.viz import apply_colormap, map_picture, to_uint8
 
 __all__ = [
@@ -148,14 +148,6 @@ def shard_indices(n: int, rank: int, world_size: int) -> list[int]:
     if not indices and n:
         indices = [rank % n]
     return indices
-
-
-def metric_kind(metric: Metric, name: str | None = None) -> str:
-    """How the metric is updated: ``"references"``, ``"prism_mmd"``, ``"prism_distance"`` or ``"paired"``.
-
-    Its adapter's update kind (:func:`scenemetrics.registry.adapter_for`).
-    """
-    return adapter_for(metric, name).update_kind(metric)
 
 
 def scalars_from_value(tag: str, value: Any, metric_name: str) -> dict[str, float]:
