@@ -254,9 +254,13 @@ class MetricAdapter:
         return update_arguments(self.update_kind(metric), item)
 
     def update_kind(self, metric: Any) -> str:
-        """How ``metric`` is fed: the declared ``update``, or the generic rule for an undeclared one."""
+        """How ``metric`` is fed: the declared ``update``; undeclared, that of the adapter of ``metric``'s class (a
+        plugin wrapping a built-in metric class is fed like it), else the generic rule."""
         if self.update is not None:
             return self.update
+        by_class = adapter_for(metric)
+        if by_class.update is not None:
+            return by_class.update
         return "references" if callable(getattr(metric, "set_references", None)) else "paired"
 
     def has_picture(self, kind: str, metric: Any) -> bool:

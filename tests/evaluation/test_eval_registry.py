@@ -336,3 +336,13 @@ def test_register_metric_rejects_bad_adapter_fields(kwargs, match):
     with pytest.raises(ValueError, match=match):
         register_metric("t_bad", lambda cfg: None, **kwargs)
     assert "t_bad" not in metric_names()
+
+
+def test_an_undeclared_update_follows_the_metric_class(declared):
+    # a plugin entry wrapping a declared class without saying how to feed it is fed like that class
+    register_metric("t_wrap", lambda cfg: PRISMMMD())
+    try:
+        assert get_metric("t_wrap").update_kind(PRISMMMD()) == "prism_mmd"
+        assert get_metric("t_wrap").update_kind(_References()) == "references"  # undeclared class: duck-typed
+    finally:
+        unregister_metric("t_wrap")
