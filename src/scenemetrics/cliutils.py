@@ -142,18 +142,17 @@ def add_distributed_args(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_device(device: str | None) -> Any:
-    """``--device`` as a ``torch.device`` (default: cuda when available); an unusable device is a :class:`CLIError`."""
-    import torch
+    """``--device`` as a ``torch.device`` (default: cuda when available); an unusable device is a :class:`CLIError`.
 
-    if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    The rule is :func:`scenemetrics.devices.resolve_device`'s; this wrapper only turns its ``ValueError`` into the
+    CLI's one-line error.
+    """
+    from scenemetrics import devices
+
     try:
-        dev = torch.device(device)
-    except (RuntimeError, ValueError) as err:
-        raise CLIError(f"--device {device!r} is not a torch device: {err}") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise CLIError(f"--device {device!r}: CUDA is not available on this machine")
-    return dev
+        return devices.resolve_device(device)
+    except ValueError as err:
+        raise CLIError(str(err)) from None
 
 
 def show_progress(quiet: bool = False) -> bool:

@@ -48,6 +48,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from scenemetrics.fileio import atomic_write_text
+
 __all__ = [
     "CHECKPOINTS",
     "PART_SUFFIX",
@@ -280,9 +282,7 @@ def _write_sidecar(path: Path, digest: str) -> None:
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    atomic_write_text(path, text)
 
 
 def _published(ckpt: Checkpoint) -> list[tuple[str, str, bool]]:

@@ -128,10 +128,6 @@ def write_json(path: str | os.PathLike, obj: Any) -> Path:
 
     The file follows the process umask, like any file Python's ``open`` creates.
     """
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    text = dumps(obj) + "\n"
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, p)
-    return p
+    from scenemetrics.fileio import atomic_write_text
+
+    return atomic_write_text(path, dumps(obj) + "\n")

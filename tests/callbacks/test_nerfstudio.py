@@ -72,7 +72,7 @@ def test_add_scenemetrics_converts_a_copy() -> None:
     with pytest.raises(TypeError, match="DynamicBatchPipelineConfig"):
         add_scenemetrics(method_configs["instant-ngp"])
     with pytest.raises(ValueError, match="metrics"):
-        add_scenemetrics(base, metrics=("lpips",))
+        add_scenemetrics(base, metrics=("nosuch",))
     with pytest.raises(ValueError, match="every_n_steps"):
         add_scenemetrics(base, every_n_steps=0)
 
@@ -238,7 +238,7 @@ def test_callback_prism_wiring_with_standins(tmp_path, written, monkeypatch) -> 
     with pytest.warns(UserWarning) as record:
         cb.evaluate(5)
     messages = " ".join(str(r.message) for r in record)
-    assert "resized to the render size" in messages and "PRISM needs square views" in messages
+    assert "resized to the render size" in messages and "prism needs square views" in messages
     assert prism.calls == [] and [name for name, _, _ in written["scalars"]] == ["scenemetrics/eval_seconds"]
 
     crop = nsmod.SceneMetricsTrainingCallback(pipeline, nsmod.SceneMetricsNerfstudioConfig(

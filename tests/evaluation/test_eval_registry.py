@@ -10,8 +10,8 @@ import pytest
 import torch
 import torchmetrics
 
+from scenemetrics import builtin_metrics as registry
 from scenemetrics import hub
-from scenemetrics.evaluation import registry
 from scenemetrics.evaluation.registry import (
     MetricConfig,
     ViewItem,
@@ -131,7 +131,7 @@ class _References(torchmetrics.Metric):
         return torch.tensor(0.0)
 
 
-class PRISMMMD(torchmetrics.Metric):  # the class name is what dispatch looks at (as in the callbacks)
+class PRISMMMD(torchmetrics.Metric):  # declared to the registry below, as a plugin would
     def update(self, *args):
         pass
 
@@ -151,7 +151,21 @@ class _SubDistance(PRISMDistance):
     pass
 
 
-def test_dispatch_follows_the_callbacks_rules():
+@pytest.fixture
+def declared():
+    register_metric("t_mmd", None, metric_class=PRISMMMD, inputs=("cameras",), update="prism_mmd")
+    register_metric("t_distance", None, metric_class=PRISMDistance, inputs=("gt", "cameras"), update="prism_distance")
+    yield
+    unregister_metric("t_mmd")
+    unregister_metric("t_distance")
+
+
+def test_dispatch_without_a_declaration_is_duck_typed():
+    # a class named like a PRISM metric but not declared to the registry is fed as a paired metric: no name checks
+    assert metric_kind(PRISMMMD()) == "paired" and metric_kind(_References()) == "references"
+
+
+def test_dispatch_follows_the_callbacks_rules(declared):
     r, t, s, p = torch.zeros(1, 3, 4, 4), torch.ones(1, 3, 4, 4), torch.full((1, 3, 4, 4), 0.5), torch.zeros(1, 3)
     item = ViewItem("v", "m/s", r, t, s, p)
     assert metric_kind(_References()) == "references"
@@ -170,15 +184,15 @@ def test_dispatch_follows_the_callbacks_rules():
         default_arguments(PRISMMMD(), ViewItem("v", "m/s", r, t), {})
 
 
-def test_prism_center_crop_arguments():
+def test_prism_center_crop_arguments(declared):
     r = torch.arange(2 * 3 * 4 * 6, dtype=torch.float32).reshape(2, 3, 4, 6)
     pose = torch.zeros(2, 3)
     item = ViewItem("v", "m/s", r, r + 1, r + 2, pose)
 
-    args = registry._prism_arguments(PRISMDistance(), item, {"center_crop": True})
+    args = registry.prism_arguments(PRISMDistance(), item, {"center_crop": True})
     assert [tuple(a.shape) for a in args] == [(2, 3, 4, 4)] * 3 + [(2, 3)]
     assert torch.equal(args[1], r[..., 1:5]) and args[3] is pose
-    assert registry._prism_arguments(PRISMDistance(), item, {})[1] is r
+    assert registry.prism_arguments(PRISMDistance(), item, {})[1] is r
 
 
 # ---- LPIPS through the hub -----------------------------------------------------------------------------------------
@@ -211,7 +225,7 @@ def _backbone_params(metric) -> dict[str, torch.Tensor]:
 def test_lpips_loads_exactly_the_given_whole_checkpoint(tmp_path, no_torch_download):
     path = random_checkpoint("squeezenet1_1", tmp_path / "sq.pth", seed=3)
     old_hub = torch.hub.get_dir()
-    metric = registry._build_lpips(_config(tmp_path, net="squeeze", weights=str(path)))
+    metric = registry.build_lpips(_config(tmp_path, net="squeeze", weights=str(path)))
     assert torch.hub.get_dir() == old_hub  # restored
     state = torch.load(path, weights_only=True)
     got = _backbone_params(metric)
@@ -226,7 +240,7 @@ def test_lpips_completes_a_features_only_checkpoint(tmp_path, no_torch_download)
     full = random_checkpoint("alexnet", tmp_path / "a_full.pth", seed=1, include_classifier=False)
     bare = {k.removeprefix("features."): v for k, v in torch.load(full, weights_only=True).items()}
     torch.save(bare, tmp_path / "bare.pth")
-    metric = registry._build_lpips(_config(tmp_path, net="alex", weights=str(tmp_path / "bare.pth")))
+    metric = registry.build_lpips(_config(tmp_path, net="alex", weights=str(tmp_path / "bare.pth")))
     got = _backbone_params(metric)
     assert all(torch.equal(got[f"features.{k}"], v) for k, v in bare.items())
     completed = list((tmp_path / "work").rglob("alexnet-owt-7be5be79.pth"))
@@ -236,11 +250,11 @@ def test_lpips_completes_a_features_only_checkpoint(tmp_path, no_torch_download)
 def test_lpips_uses_the_hub_cache_and_fails_clearly_offline(tmp_path, monkeypatch, no_torch_download):
     monkeypatch.setenv("SCENEMETRICS_OFFLINE", "1")
     with pytest.raises(hub.WeightsNotFoundError, match=r"squeezenet1_1-b8a52dc0\.pth"):
-        registry._build_lpips(_config(tmp_path, net="squeeze"))
+        registry.build_lpips(_config(tmp_path, net="squeeze"))
     cached = hub.cache_dir("puzzlesim") / "squeezenet1_1-b8a52dc0.pth"
     random_checkpoint("squeezenet1_1", cached, seed=5)
     publish_hash(monkeypatch, "puzzlesim/squeezenet1_1", cached)  # cached files are verified on every load
-    metric = registry._build_lpips(_config(tmp_path, net="squeeze"))
+    metric = registry.build_lpips(_config(tmp_path, net="squeeze"))
     state = torch.load(cached, weights_only=True)
     assert torch.equal(_backbone_params(metric)["features.0.weight"], state["features.0.weight"])
 
@@ -248,9 +262,9 @@ def test_lpips_uses_the_hub_cache_and_fails_clearly_offline(tmp_path, monkeypatc
 def test_lpips_rejects_a_checkpoint_of_another_network(tmp_path, no_torch_download):
     path = random_checkpoint("squeezenet1_1", tmp_path / "sq.pth", include_classifier=False)
     with pytest.raises(ValueError, match="does not match torchvision alexnet"):
-        registry._build_lpips(_config(tmp_path, net="alex", weights=str(path)))
+        registry.build_lpips(_config(tmp_path, net="alex", weights=str(path)))
     with pytest.raises(ValueError, match="lpips `net` must be one of"):
-        registry._build_lpips(_config(tmp_path, net="resnet"))
+        registry.build_lpips(_config(tmp_path, net="resnet"))
 
 
 def test_random_weights_lpips_and_puzzlesim_need_no_file(tmp_path, no_torch_download):
@@ -259,6 +273,76 @@ def test_random_weights_lpips_and_puzzlesim_need_no_file(tmp_path, no_torch_down
     )
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no download, no warning
-        lpips = registry._build_lpips(cfg)
-        ps = registry._build_puzzlesim(MetricConfig("puzzlesim", {}, torch.device("cpu"), True, tmp_path))
+        lpips = registry.build_lpips(cfg)
+        ps = registry.build_puzzlesim(MetricConfig("puzzlesim", {}, torch.device("cpu"), True, tmp_path))
     assert isinstance(lpips, torchmetrics.Metric) and ps.weights_path.endswith("-random.pth")
+
+
+# ---- the shared adapter registry -----------------------------------------------------------------------------------
+
+
+def test_adapter_lookup_prefers_the_most_specific_class(declared):
+    from scenemetrics.registry import adapter_for
+
+    register_metric("t_sub", None, metric_class=_SubDistance, inputs=("gt",), update="paired")
+    try:
+        assert adapter_for(_SubDistance()).name == "t_sub"  # the subclass's own entry wins over its parent's
+        assert adapter_for(PRISMDistance()).name == "t_distance"
+        assert adapter_for(_SubDistance(), "t_distance").name == "t_distance"  # a name that describes it is kept
+        assert adapter_for(torchmetrics.MeanSquaredError(), "psnr").name == ""  # psnr's entry is for another class
+        assert "t_sub" not in metric_names()  # no factory: describes instances, cannot be built by name
+        with pytest.raises(ValueError, match="cannot be built by name"):
+            get_metric("t_sub").build(MetricConfig("t_sub", {}, "cpu"))
+    finally:
+        unregister_metric("t_sub")
+
+
+def test_class_strings_never_import_their_module():
+    from scenemetrics.registry import adapter_for
+
+    register_metric("t_lazy", None, metric_class="tests_nonexistent_room.metric:Lazy", update="paired")
+    try:
+        assert adapter_for(torchmetrics.MeanSquaredError()).name == ""
+        assert "tests_nonexistent_room" not in sys.modules
+    finally:
+        unregister_metric("t_lazy")
+
+
+def test_builtin_adapters_declare_update_and_pictures():
+    expected = {
+        "psnr": ("paired", None),
+        "puzzlesim": ("references", frozenset({"map"})),
+        "osim": ("paired", frozenset({"objects"})),
+        "prism": ("prism_distance", None),
+        "prism_mmd": ("prism_mmd", None),
+    }
+    for name, (update, pictures) in expected.items():
+        entry = get_metric(name)
+        assert (entry.update, entry.pictures) == (update, pictures), name
+    assert get_metric("osim").object_class_names()[0] == "person"  # COCO's first class
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"update": "sideways"}, "`update`"),
+        ({"pictures": ("movie",)}, "`pictures`"),
+        ({"pictures": "map"}, "`pictures`"),
+        ({"metric_class": "no_colon"}, "`metric_class`"),
+        ({"requires": 3}, "`requires`"),
+    ],
+)
+def test_register_metric_rejects_bad_adapter_fields(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        register_metric("t_bad", lambda cfg: None, **kwargs)
+    assert "t_bad" not in metric_names()
+
+
+def test_an_undeclared_update_follows_the_metric_class(declared):
+    # a plugin entry wrapping a declared class without saying how to feed it is fed like that class
+    register_metric("t_wrap", lambda cfg: PRISMMMD())
+    try:
+        assert get_metric("t_wrap").update_kind(PRISMMMD()) == "prism_mmd"
+        assert get_metric("t_wrap").update_kind(_References()) == "references"  # undeclared class: duck-typed
+    finally:
+        unregister_metric("t_wrap")

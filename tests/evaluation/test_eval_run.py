@@ -224,16 +224,16 @@ def test_usage_errors(tree, tmp_path, capsys):
 
 
 def test_an_unexpected_failure_fails_only_its_unit(tree, tmp_path, monkeypatch):
-    from scenemetrics.evaluation import runner
+    from scenemetrics.evaluation import unit as unit_module
 
-    real = runner._evaluate_unit
+    real = unit_module.evaluate_unit
 
     def flaky(unit, *args, **kwargs):
         if unit.key == "m_art/beta":
             raise RuntimeError("boom")
         return real(unit, *args, **kwargs)
 
-    monkeypatch.setattr(runner, "_evaluate_unit", flaky)
+    monkeypatch.setattr(unit_module, "evaluate_unit", flaky)
     out = tmp_path / "out"
     assert _eval(tree, out, metrics="psnr,standin") == 1
     status = {(s["method"], s["scene"]): s["status"] for s in read_json(out / "results.json")["scenes"]}

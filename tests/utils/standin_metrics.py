@@ -1,8 +1,8 @@
 """Small torchmetrics stand-ins with the call contracts of OSIM and PRISM (specs/osim.md, specs/prism.md).
 
-The callbacks dispatch on class names along the MRO (``OSIM``, ``PRISMMMD``, ``PRISMDistance``) and on duck-typed
-attributes (``last_result``, ``class_scores()``), so these classes exercise exactly the path the real metrics take
-once their rooms land. Each records the shapes and devices it was called with.
+The integrations find how to feed a metric instance in the metric-adapter registry; these classes are registered
+there at import (``register_metric(..., metric_class=...)``, no factory), exactly as a plugin declares its metric, with
+the update kinds and pictures of the real ones. Each records the shapes and devices it was called with.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 from torchmetrics import Metric
+
+from scenemetrics.registry import register_metric
 
 __all__ = ["OSIM", "PRISMMMD", "FakeOSIMResult", "MeanRender", "PRISMDistance"]
 
@@ -113,3 +115,13 @@ class MeanRender(Metric):
 
     def compute(self) -> Tensor:
         return (self.total / self.count).float()
+
+
+register_metric(
+    "standin_osim", None, metric_class=OSIM, update="paired", pictures=("objects",),
+    overlay="scenemetrics.osim:low_objects_picture",
+)  # fmt: skip
+register_metric("standin_prism_mmd", None, metric_class=PRISMMMD, inputs=("cameras",), update="prism_mmd", square=True)
+register_metric(
+    "standin_prism", None, metric_class=PRISMDistance, inputs=("gt", "cameras"), update="prism_distance", square=True
+)

@@ -3,18 +3,22 @@
 Both the Lightning callback and the nerfstudio callback drive a :class:`MetricRunner`:
 ``begin()`` → ``update(i, view)`` per rendered view → ``finish()`` → scalars and images keyed by their log tags.
 
-Dispatch, per metric ``m`` named ``name``:
+Dispatch, per metric ``m`` named ``name``: ``update_fns[name](m, render, target, extras)`` when given, otherwise
+the update kind of ``m``'s adapter in :mod:`scenemetrics.registry` (:func:`~scenemetrics.registry.adapter_for`: the
+entry registered under ``name`` or for ``m``'s class, subclasses included; else ``set_references`` -> references,
+anything else paired):
 
-========================================  =========================================================
-``update_fns[name]`` given                ``update_fns[name](m, render, target, extras)``
-``m`` has ``set_references`` (PuzzleSim)  ``m.update(render)``
-``m`` is a ``PRISMMMD``                   ``m.update(extras["source"], render, extras["pose"])``
-``m`` is a ``PRISMDistance``              ``m.update(extras["source"], render, target, extras["pose"])``
-anything else (OSIM, PSNR, SSIM, ...)     ``m.update(render, target)``
-========================================  =========================================================
+==================  =========================================================
+update kind         call
+==================  =========================================================
+``references``      ``m.update(render)`` (after ``set_references``; PuzzleSim)
+``prism_mmd``       ``m.update(extras["source"], render, extras["pose"])``
+``prism_distance``  ``m.update(extras["source"], render, target, extras["pose"])``
+``paired``          ``m.update(render, target)`` (OSIM, PSNR, SSIM, ...)
+==================  =========================================================
 
-"Is a" is decided by class name along the metric's MRO (``PRISMMMD``, ``PRISMDistance``, ``OSIM``), so the rooms
-are never imported just to check a type and subclasses dispatch like their parents.
+The adapter also says which pictures a metric gives: its ``last_maps`` map, and the objects overlay its ``overlay``
+function draws (OSIM). Nothing here imports a room or compares class names.
 
 Example:
     >>> import torch, torchmetrics
@@ -28,7 +32,6 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +42,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from scenemetrics.callbacks.views import RenderedView
+from scenemetrics.registry import UPDATE_SIGNATURES, MetricAdapter, adapter_for, metric_kind
 from scenemetrics.viz import apply_colormap, map_picture, to_uint8
 
 __all__ = [
@@ -144,22 +148,6 @@ def shard_indices(n: int, rank: int, world_size: int) -> list[int]:
     if not indices and n:
         indices = [rank % n]
     return indices
-
-
-def _class_names(metric: Metric) -> set[str]:
-    return {cls.__name__ for cls in type(metric).__mro__}
-
-
-def metric_kind(metric: Metric) -> str:
-    """How the metric is updated: ``"references"``, ``"prism_mmd"``, ``"prism_distance"`` or ``"paired"``."""
-    if callable(getattr(metric, "set_references", None)):
-        return "references"
-    names = _class_names(metric)
-    if "PRISMMMD" in names:
-        return "prism_mmd"
-    if "PRISMDistance" in names:
-        return "prism_distance"
-    return "paired"
 
 
 def scalars_from_value(tag: str, value: Any, metric_name: str) -> dict[str, float]:
@@ -276,17 +264,23 @@ class MetricRunner:
         self._images: dict[str, Tensor] = {}
         self._overlays: dict[str, list[tuple[int, Tensor, Any]]] = {}
         self._collect = False
+        self.adapters: dict[str, MetricAdapter] = {name: adapter_for(m, name) for name, m in self.metrics.items()}
+        self._kinds = {name: self.adapters[name].update_kind(m) for name, m in self.metrics.items()}
+
+    def kind(self, name: str) -> str:
+        """The update kind of metric ``name`` (see the module)."""
+        return self._kinds[name]
 
     # -- references ----------------------------------------------------------------------------------------------
     def needs_references(self) -> bool:
         """Whether a metric takes reference views (has ``set_references``, e.g. PuzzleSim)."""
-        return any(callable(getattr(m, "set_references", None)) for m in self.metrics.values())
+        return any(kind == "references" for kind in self._kinds.values())
 
     def set_references(self, references: Any, max_reference_views: int | None, *, missing_hint: str) -> None:
         """Give ``references`` (at most ``max_reference_views``, evenly spaced) to every metric with
         ``set_references``; ``None`` sets nothing. A metric that still has none raises ``ValueError`` ending with
         ``missing_hint`` (what the caller should pass)."""
-        needs = {name: m for name, m in self.metrics.items() if callable(getattr(m, "set_references", None))}
+        needs = {name: m for name, m in self.metrics.items() if self._kinds[name] == "references"}
         if references is not None and needs:
             refs = _subset_references(references, max_reference_views)
             for metric in needs.values():
@@ -326,26 +320,18 @@ class MetricRunner:
         fn = self.update_fns.get(name)
         if fn is not None:
             return fn(metric, render, target, extras) is not False
-        kind = metric_kind(metric)
-        if kind == "references":
-            metric.update(render)
-            return True
-        if kind == "prism_mmd":
-            source, pose = self._extras(name, extras, ("source", "pose"), device)
-            metric.update(source, render, pose)
-            return True
-        if target is None:
+        wanted = UPDATE_SIGNATURES[self._kinds[name]]
+        if "target" in wanted and target is None:
             self._warn_once(
                 name,
                 "no_target",
                 f"scenemetrics callback: metric {name!r} needs a target; views without one are skipped for it",
             )
             return False
-        if kind == "prism_distance":
-            source, pose = self._extras(name, extras, ("source", "pose"), device)
-            metric.update(source, render, target, pose)
-        else:
-            metric.update(render, target)
+        values: dict[str, Any] = {"render": render, "target": target}
+        if "source" in wanted:
+            values["source"], values["pose"] = self._extras(name, extras, ("source", "pose"), device)
+        metric.update(*(values[key] for key in wanted))
         return True
 
     @staticmethod
@@ -362,11 +348,12 @@ class MetricRunner:
         return out
 
     def _grab_images(self, name: str, metric: Metric, index: int, view: RenderedView) -> None:
-        maps = getattr(metric, "last_maps", None)
+        adapter = self.adapters[name]
+        maps = getattr(metric, "last_maps", None) if adapter.has_picture("map", metric) else None
         if isinstance(maps, Tensor) and maps.ndim in (2, 3) and maps.numel():
             first = maps[0] if maps.ndim == 3 else maps
             self._images[f"{self.prefix}{name}/map/{index}"] = map_image(first, name, index, self.map_colormap)
-        if "OSIM" in _class_names(metric):
+        if adapter.overlay is not None and adapter.has_picture("objects", metric):
             result = getattr(metric, "last_result", None)
             if result is not None:
                 self._overlays[name].append((index, view.render[0].detach().cpu(), result))
@@ -410,9 +397,7 @@ class MetricRunner:
         return result
 
     def _draw_overlays(self, name: str, scene_score: float) -> None:
-        draw = getattr(importlib.import_module("scenemetrics.osim"), "low_objects_picture", None)
-        if draw is None:
-            return
+        draw = self.adapters[name].overlay_function()
         for index, render, osim_result in self._overlays[name]:
             title = f"{name}, view {index}: objects below the scene score {scene_score:.4f}"
             picture = draw(render, osim_result, image_index=0, threshold=scene_score, title=title)

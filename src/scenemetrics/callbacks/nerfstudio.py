@@ -19,7 +19,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
-from typing import Any, Literal
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -39,6 +39,7 @@ except ImportError as err:
 from scenemetrics.callbacks.evaluation import EvaluationResult, MetricRunner, check_colormap, evenly_spaced
 from scenemetrics.callbacks.logging import log_to_nerfstudio
 from scenemetrics.callbacks.views import RenderedView, prepare_view
+from scenemetrics.registry import UPDATE_SIGNATURES, MetricConfig, get_metric, load_plugins, metric_names
 
 __all__ = [
     "METRIC_NAMES",
@@ -51,14 +52,19 @@ __all__ = [
 ]
 
 METRIC_NAMES = ("puzzlesim", "osim", "prism")
+"""The scenemetrics metrics the nerfstudio methods are made for; any name in :mod:`scenemetrics.registry` works."""
+
+_OPTION_KEYS = {"weights_path": "weights", "extractor_path": "model", "head_path": "head", "center_crop": "center_crop"}
+"""Config field ``<metric>_<suffix>`` -> the registry option it sets for that metric."""
 
 
 @dataclass
 class SceneMetricsNerfstudioConfig:
     """Options of the nerfstudio callback (CLI: ``--pipeline.scenemetrics.<option-with-dashes>``)."""
 
-    metrics: tuple[Literal["puzzlesim", "osim", "prism"], ...] = ("puzzlesim",)
-    """Metrics to run: puzzlesim (no ground truth needed), osim (vs the eval image), prism (object-centric scenes)."""
+    metrics: tuple[str, ...] = ("puzzlesim",)
+    """Metrics to run, by registry name: puzzlesim (no ground truth needed), osim (vs the eval image), prism
+    (object-centric scenes), psnr/ssim/lpips, or a plugin's (a ``scenemetrics.evaluation`` entry point)."""
     every_n_steps: int = 500
     """Evaluate every this many iterations (never at iteration 0 unless eval_at_start)."""
     num_eval_views: int = 2
@@ -91,8 +97,10 @@ class SceneMetricsNerfstudioConfig:
 
 def _check_config(cfg: SceneMetricsNerfstudioConfig) -> None:
     metrics = tuple(cfg.metrics)
-    if not metrics or any(m not in METRIC_NAMES for m in metrics) or len(set(metrics)) != len(metrics):
-        raise ValueError(f"`metrics` must be a non-empty tuple of distinct names from {METRIC_NAMES}; got {metrics}")
+    load_plugins()
+    known = metric_names()
+    if not metrics or any(m not in known for m in metrics) or len(set(metrics)) != len(metrics):
+        raise ValueError(f"`metrics` must be a non-empty tuple of distinct names from {tuple(known)}; got {metrics}")
     for name in ("every_n_steps", "num_eval_views", "max_reference_views"):
         value = getattr(cfg, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -104,8 +112,19 @@ def _check_config(cfg: SceneMetricsNerfstudioConfig) -> None:
     check_colormap(cfg.map_colormap)
 
 
-def _path(value: Path | None) -> str | None:
-    return None if value is None else str(value)
+def _metric_options(cfg: SceneMetricsNerfstudioConfig, name: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The registry options of metric ``name`` from the ``<name>_<suffix>`` config fields, and their CLI flags."""
+    options: dict[str, Any] = {}
+    flags: dict[str, str] = {}
+    for f in dataclasses.fields(cfg):
+        key = _OPTION_KEYS.get(f.name[len(name) + 1 :]) if f.name.startswith(f"{name}_") else None
+        if key is None:
+            continue
+        value = getattr(cfg, f.name)
+        flags[key] = f"--pipeline.scenemetrics.{f.name.replace('_', '-')}"
+        if value is not None:
+            options[key] = str(value) if isinstance(value, Path) else value
+    return options, flags
 
 
 def build_metrics(cfg: SceneMetricsNerfstudioConfig, device: torch.device | str = "cpu") -> dict[str, Metric]:
@@ -119,28 +138,17 @@ def build_metrics(cfg: SceneMetricsNerfstudioConfig, device: torch.device | str 
         >>> type(build_metrics(cfg)["puzzlesim"]).__name__
         'PuzzleSim'
     """
-    import scenemetrics as sm
-
     _check_config(cfg)
     out: dict[str, Metric] = {}
     for name in cfg.metrics:
-        if name == "puzzlesim":
-            out[name] = sm.PuzzleSim(weights_path=_path(cfg.puzzlesim_weights_path), sync_on_compute=False)
-        elif name == "osim":
-            out[name] = sm.OSIM(weights_path=_path(cfg.osim_weights_path), sync_on_compute=False)
-        else:
-            extractor = sm.prism.Zero123Features.from_pretrained(_path(cfg.prism_extractor_path), resize=True)
-            if cfg.prism_head_path is None:
-                warnings.warn(
-                    "scenemetrics nerfstudio callback: no --pipeline.scenemetrics.prism-head-path given, PRISM runs in "
-                    "raw mode (untrained diffusion-feature distances, not PRISM as published)",
-                    UserWarning,
-                    stacklevel=2,
-                )
-                head = None
-            else:
-                head = sm.prism.ProjectionHead.load(cfg.prism_head_path)
-            out[name] = sm.PRISMDistance(extractor, head, sync_on_compute=False)
+        entry = get_metric(name)
+        options, flags = _metric_options(cfg, name)
+        reason = entry.unavailable_reason(options)
+        if reason is not None:
+            raise ValueError(f"scenemetrics nerfstudio callback: metric {name!r} cannot run: {reason}")
+        metric = entry.build(MetricConfig(name, options, torch.device(device), flags=flags))
+        metric.sync_on_compute = False
+        out[name] = metric
     return {name: metric.to(device) for name, metric in out.items()}
 
 
@@ -247,30 +255,30 @@ class SceneMetricsTrainingCallback(TrainingCallback):
         pipeline = self.pipeline
         device = pipeline.device
         metrics = build_metrics(cfg, device)
-        update_fns = {"prism": self._update_prism} if "prism" in metrics else None
-        self.runner = MetricRunner(
+        runner = MetricRunner(
             metrics,
-            update_fns=update_fns,
             log_maps=cfg.log_maps,
             max_logged_images=cfg.max_logged_images,
             map_colormap=cfg.map_colormap,
             prefix=cfg.prefix,
         )
+        runner.update_fns = {name: self._square_update(runner, name) for name, a in runner.adapters.items() if a.square}
+        self.runner = runner
         train = pipeline.datamanager.train_dataset
         evals = pipeline.datamanager.eval_dataset
         if evals is None or len(evals) == 0:
             raise ValueError("scenemetrics nerfstudio callback: the datamanager has no eval images to render")
-        if "puzzlesim" in metrics:
-            puzzlesim: Any = metrics["puzzlesim"]
+        referenced: list[Any] = [metrics[n] for n in metrics if runner.kind(n) == "references"]
+        if referenced:
             refs = [self._load(train, i) for i in evenly_spaced(len(train), cfg.max_reference_views)]
-            if len({tuple(r.shape) for r in refs}) == 1:
-                puzzlesim.set_references(torch.cat(refs).to(device))
-            else:
-                puzzlesim.set_references([r[0].to(device) for r in refs])
+            same_size = len({tuple(r.shape) for r in refs}) == 1
+            for metric in referenced:
+                metric.set_references(torch.cat(refs).to(device) if same_size else [r[0].to(device) for r in refs])
+        needs_cameras = any("cameras" in adapter.inputs for adapter in runner.adapters.values())
         centres = train.cameras.camera_to_worlds[:, :3, 3]
         for i in evenly_spaced(len(evals), cfg.num_eval_views):
             view: dict[str, Any] = {"index": i, "camera": evals.cameras[i : i + 1]}
-            if "prism" in metrics:
+            if needs_cameras:
                 import scenemetrics as sm
 
                 c2w = evals.cameras.camera_to_worlds[i]
@@ -314,21 +322,32 @@ class SceneMetricsTrainingCallback(TrainingCallback):
         item = RenderedView(render, target.to(render.device), extras)
         return prepare_view(item, "nerfstudio model.get_outputs_for_camera", view["index"])
 
-    def _update_prism(self, metric: Metric, render: Tensor, target: Tensor | None, extras: Any) -> bool:
-        if target is None:
-            return False
-        source, pose = extras["source"].to(render.device), extras["pose"].to(render.device)
-        if render.shape[-2] != render.shape[-1]:
-            if not self.config.prism_center_crop:
-                self._warn_once(
-                    "prism_square",
-                    "scenemetrics nerfstudio callback: PRISM needs square views; non-square views are skipped for it "
-                    "(--pipeline.scenemetrics.prism-center-crop True crops them to a centred square for PRISM only)",
-                )
+    def _square_update(self, runner: MetricRunner, name: str) -> Any:
+        """The update of a metric whose adapter needs square views: non-square views are skipped (one warning), or
+        centre-cropped with ``<name>_center_crop``."""
+        crop = bool(getattr(self.config, f"{name}_center_crop", False))
+        wanted = UPDATE_SIGNATURES[runner.kind(name)]
+
+        def update(metric: Metric, render: Tensor, target: Tensor | None, extras: Any) -> bool:
+            if "target" in wanted and target is None:
                 return False
-            render, target, source = _center_square(render), _center_square(target), _center_square(source)
-        metric.update(source, render, target, pose)
-        return True
+            values: dict[str, Any] = {"render": render, "target": target}
+            if "source" in wanted:
+                values["source"], values["pose"] = extras["source"].to(render.device), extras["pose"].to(render.device)
+            if render.shape[-2] != render.shape[-1]:
+                if not crop:
+                    flag = f"--pipeline.scenemetrics.{name.replace('_', '-')}-center-crop"
+                    self._warn_once(
+                        f"{name}_square",
+                        f"scenemetrics nerfstudio callback: {name} needs square views; non-square views are skipped "
+                        f"for it ({flag} True crops them to a centred square for {name} only)",
+                    )
+                    return False
+                values = {k: _center_square(v) if k != "pose" and v is not None else v for k, v in values.items()}
+            metric.update(*(values[key] for key in wanted))
+            return True
+
+        return update
 
 
 @dataclass

@@ -30,18 +30,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from scenemetrics.evaluation.registry import get_metric
-from scenemetrics.evaluation.runner import (
-    RANDOM_BANNER,
-    RESULTS_FILE,
-    EvalConfig,
-    EvalSummary,
-    _atomic_write_bytes,
-    latest_cells,
-    pooled_values,
-    read_records,
-)
+from scenemetrics.evaluation.config import RANDOM_BANNER, EvalConfig, EvalSummary
+from scenemetrics.evaluation.records import RESULTS_FILE, latest_cells, read_records
+from scenemetrics.evaluation.states import pooled_values
+from scenemetrics.fileio import atomic_write_bytes
 from scenemetrics.jsonio import restore
+from scenemetrics.registry import get_metric
 
 __all__ = ["RESULTS_FORMAT", "finalize", "format_value", "write_html"]
 
@@ -216,7 +210,7 @@ def finalize(config: EvalConfig, plan: Any, metrics: Any, summary: EvalSummary) 
     w.writerow(["method", "scene", *columns])
     for r in rows:
         w.writerow([r["method"], r["scene"], *[_csv(r["values"].get(c)) for c in columns]])
-    _atomic_write_bytes(out / "results.csv", buf.getvalue().encode())
+    atomic_write_bytes(out / "results.csv", buf.getvalue().encode())
     # leaderboard.csv
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -226,7 +220,7 @@ def finalize(config: EvalConfig, plan: Any, metrics: Any, summary: EvalSummary) 
             [row["method"], row["scenes"]]
             + [x for c in columns for x in (_csv(row["mean"][c]), row["count"][c], _csv(row["pooled"].get(c)))]
         )
-    _atomic_write_bytes(out / "leaderboard.csv", buf.getvalue().encode())
+    atomic_write_bytes(out / "leaderboard.csv", buf.getvalue().encode())
 
     metric_info = {}
     for name in plan.entries:
@@ -558,5 +552,5 @@ def write_html(
         )
     p.append("</ul></body></html>\n")
     path = report_dir / "index.html"
-    _atomic_write_bytes(path, "\n".join(x for x in p if x).encode("utf-8"))
+    atomic_write_bytes(path, "\n".join(x for x in p if x).encode("utf-8"))
     return path

@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scenemetrics.fileio import atomic_write_text
+
 __all__ = ["ENV_VAR", "MODES", "bf16_decision", "cache_path", "cpu_bf16_capabilities", "probe_bf16_gemm"]
 
 ENV_VAR = "SCENEMETRICS_BF16"
@@ -180,10 +182,7 @@ def _write_cache(path: Path, key: str, entry: dict[str, Any]) -> None:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             machines = {}
         machines[key] = entry
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"format": _FORMAT, "machines": machines}, indent=1, sort_keys=True))
-        os.replace(tmp, path)
+        atomic_write_text(path, json.dumps({"format": _FORMAT, "machines": machines}, indent=1, sort_keys=True))
 
 
 def _decide(caps: dict[str, Any]) -> dict[str, Any]:

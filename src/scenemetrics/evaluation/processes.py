@@ -1,0 +1,117 @@
+"""Where the evaluation runs: one plain process, or the processes of a Lightning Fabric (imported lazily).
+
+Both offer the same small interface to the runner: ``rank``, ``world_size``, ``device``, ``broadcast(obj)``,
+``all_gather(obj)`` and ``barrier()``.
+
+Example:
+    >>> from scenemetrics.evaluation.processes import LocalProcess
+    >>> LocalProcess("cpu").all_gather(3)
+    [3]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scenemetrics.evaluation.config import EvalConfig
+
+__all__ = ["FabricProcesses", "LocalProcess", "make_fabric"]
+
+
+class LocalProcess:
+    """One process without Lightning."""
+
+    rank = 0
+    world_size = 1
+
+    def __init__(self, device: Any) -> None:
+        self.device = device
+
+    def broadcast(self, obj: Any) -> Any:
+        return obj
+
+    def all_gather(self, obj: Any) -> list:
+        return [obj]
+
+    def barrier(self) -> None:
+        return None
+
+
+class FabricProcesses:
+    """Collectives over Fabric's process group."""
+
+    def __init__(self, fabric: Any) -> None:
+        self.fabric = fabric
+        self.rank = fabric.global_rank
+        self.world_size = fabric.world_size
+        self.device = fabric.device
+
+    def broadcast(self, obj: Any) -> Any:
+        return self.fabric.broadcast(obj, src=0) if self.world_size > 1 else obj
+
+    def all_gather(self, obj: Any) -> list:
+        if self.world_size == 1:
+            return [obj]
+        import torch.distributed as dist
+
+        out: list[Any] = [None] * self.world_size
+        dist.all_gather_object(out, obj)
+        return out
+
+    def barrier(self) -> None:
+        if self.world_size > 1:
+            self.fabric.barrier()
+
+
+def _wants_processes(config: EvalConfig) -> bool:
+    devices = str(config.devices).strip().lower()
+    return not (devices in ("1", "auto") and config.num_nodes == 1 and config.strategy in ("auto", "single_device"))
+
+
+def _accelerator(config: EvalConfig) -> tuple[str, Any]:
+    devices: Any = str(config.devices).strip()
+    if devices.isdigit():
+        devices = int(devices)
+    device = config.device
+    if device is None:
+        return "auto", devices
+    dev = device.strip().lower()
+    if dev in ("cpu", "cuda", "gpu", "mps"):
+        return dev, devices
+    if dev.startswith("cuda:") and dev[5:].isdigit():
+        if devices not in (1, "1", "auto"):
+            raise ValueError(f"--device {device!r} names one GPU; use --device cuda --devices {devices} for several")
+        return "cuda", [int(dev[5:])]
+    raise ValueError(f"--device must be cpu, cuda, cuda:N or mps; received {device!r}")
+
+
+def make_fabric(config: EvalConfig) -> Any:
+    """The Fabric ``config`` asks for; ``None`` for a single device when Lightning is not installed."""
+    try:
+        from lightning.fabric import Fabric
+    except ImportError as err:
+        if _wants_processes(config):
+            raise ImportError(
+                "running on several devices or nodes (--devices/--num-nodes/--strategy) needs Lightning Fabric: "
+                'pip install "scenemetrics[lightning]"'
+            ) from err
+        return None
+    accelerator, devices = _accelerator(config)
+    fabric = Fabric(
+        accelerator=accelerator,
+        devices=devices,
+        num_nodes=config.num_nodes,
+        strategy=config.strategy,
+        precision="32-true",
+    )
+    relaunches = fabric.world_size > 1 and "spawn" not in str(config.strategy) and "LOCAL_RANK" not in os.environ
+    if relaunches and "eval" not in sys.argv[1:]:
+        raise ValueError(
+            f"--strategy {config.strategy!r} with {fabric.world_size} processes starts the others by re-running this "
+            "program's command line, which is not `scenemetrics eval ...`; run the command from a shell, or use "
+            "--strategy ddp_spawn from Python"
+        )
+    return fabric

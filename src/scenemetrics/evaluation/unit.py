@@ -1,0 +1,506 @@
+"""Evaluating one unit (a method's renders of one scene) on this process, one function per stage.
+
+:func:`evaluate_unit` runs the stages in order:
+
+1. :func:`start_metrics` — skip metrics whose inputs the unit lacks, build (once per process) and reset the others;
+2. :func:`load_cameras` — ``cameras.json`` for the metrics that need source views and poses;
+3. :func:`give_references` — the unit's training views, once, to metrics fed by references;
+4. per view: :func:`load_view` (render, ground truth, mask, source view, pose), then :func:`update_metrics`
+   (the ``update``/forward of each metric, its map thumbnail and object records);
+5. :func:`compute_metrics` — each metric's ``compute()`` and states.
+
+The result is a payload (plain data and CPU tensors) that rank 0 commits (:func:`~scenemetrics.evaluation.records.
+commit_unit`). A failure of one metric is recorded as its ``error`` cell; the other metrics go on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+import time
+import traceback
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scenemetrics.evaluation.layout import Unit, View, read_cameras
+from scenemetrics.evaluation.states import cpu_states, scalars
+from scenemetrics.registry import MetricAdapter, MetricConfig, ViewItem, get_metric
+
+if TYPE_CHECKING:
+    from scenemetrics.evaluation.config import EvalConfig
+
+__all__ = [
+    "UnitMetrics",
+    "compute_metrics",
+    "error_text",
+    "evaluate_unit",
+    "evaluate_unit_safely",
+    "give_references",
+    "load_cameras",
+    "load_view",
+    "start_metrics",
+    "update_metrics",
+]
+
+
+def print_line(msg: str) -> None:
+    """One line on stderr that does not break the progress bars."""
+    from tqdm.auto import tqdm
+
+    tqdm.write(msg, file=sys.stderr)
+
+
+def _not_distributed() -> bool:
+    return False
+
+
+class UnitMetrics:
+    """Metric instances of this process, built on first use (a failed build is remembered, not retried)."""
+
+    def __init__(self, config: EvalConfig, device: Any, work_dir: Path, announce: bool = False) -> None:
+        self.config = config
+        self.device = device
+        self.work_dir = work_dir
+        self.announce = announce  # say what a (possibly multi-second) first build does
+        self._built: dict[str, Any] = {}
+        self._failed: dict[str, BaseException] = {}
+
+    def get(self, name: str) -> Any:
+        if name in self._failed:
+            raise self._failed[name]
+        if name not in self._built:
+            entry = get_metric(name)
+            cfg = MetricConfig(
+                name=name,
+                options=dict(self.config.options.get(name, {})),
+                device=self.device,
+                random_weights=self.config.random_weights,
+                work_dir=self.work_dir,
+            )
+            if self.announce:
+                weights = "random weights" if self.config.random_weights else "loading its weights"
+                print_line(f"building {name} on {self.device} ({weights}) ...")
+            try:
+                metric = entry.build(cfg)
+                from torchmetrics import Metric
+
+                if not isinstance(metric, Metric):
+                    raise TypeError(
+                        f"the factory of metric {name!r} returned {type(metric).__name__}, not a torchmetrics.Metric"
+                    )
+                # a unit is scored on one process: its compute() must never sync with the units of other ranks
+                metric.sync_on_compute = False
+                metric.distributed_available_fn = _not_distributed
+                metric.to(self.device)
+            except BaseException as err:
+                self._failed[name] = err
+                raise
+            self._built[name] = metric
+        return self._built[name]
+
+
+def _load_mask(path: Path, shape: Any) -> Any:
+    """A mask image as ``(1, H, W)`` float in [0, 1] (any mode, converted to grey), the size of the render."""
+    import numpy as np
+    import torch
+    from PIL import Image
+
+    with Image.open(path) as im:
+        arr = np.asarray(im.convert("L"), dtype=np.uint8).copy()
+    if arr.shape != tuple(shape[-2:]):
+        raise ValueError(f"mask {path} is {arr.shape[1]}x{arr.shape[0]}; the render is {shape[-1]}x{shape[-2]}")
+    return torch.from_numpy(arr)[None].float().div_(255.0)
+
+
+def _load_image(path: Path, background: str | None, notes: list[str]) -> Any:
+    import numpy as np
+    import torch
+    from PIL import Image
+
+    with Image.open(path) as im:
+        has_alpha = im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info)
+        if has_alpha and background is not None:
+            rgba = im.convert("RGBA")
+            canvas = Image.new("RGBA", rgba.size, (255, 255, 255, 255) if background == "white" else (0, 0, 0, 255))
+            im_rgb = Image.alpha_composite(canvas, rgba).convert("RGB")
+        else:
+            if has_alpha and "alpha" not in notes:
+                notes.append("alpha")
+            im_rgb = im.convert("RGB")
+        arr = np.asarray(im_rgb, dtype=np.uint8).copy()
+    return torch.from_numpy(arr).permute(2, 0, 1).float().div_(255.0)
+
+
+def _thumbnail(render: Any, sim_map: Any, height: int, name: str = "map", view: str = "") -> Any:
+    """Render and map side by side at ``height`` px, titled, with a colour bar of the map's real values."""
+    import torch.nn.functional as F
+
+    from scenemetrics import viz
+
+    h, w = render.shape[-2:]
+    size = (height, max(1, round(w * height / h)))
+    small = F.interpolate(render[None].float().cpu(), size=size, mode="bilinear", antialias=True, align_corners=False)
+    small_map = F.interpolate(sim_map[None, None].float().cpu(), size=size, mode="bilinear", align_corners=False)
+    full = sim_map.detach().float().cpu()
+    return viz.map_picture(
+        small_map[0, 0],
+        image=small[0].clamp(0, 1),
+        show=("image", "map"),
+        labels={"image": "render"},
+        title=f"{name}: {view} (mean {float(full.mean()):.4f})",
+        display_range=viz.robust_range(full),
+        value_label=name,
+        min_height=0,
+        font_size=10,
+    ).image
+
+
+def _objects(names: Sequence[str] | None, result: Any, view: str) -> list[dict]:
+    classes = [int(c) for c in result.classes.tolist()]
+    return [
+        {
+            "view": view,
+            "class": c,
+            "class_name": names[c] if names is not None and 0 <= c < len(names) else str(c),
+            "r": float(r),
+            "s": float(s),
+        }
+        for c, r, s in zip(classes, result.r.tolist(), result.s.tolist(), strict=True)
+    ]
+
+
+def _missing_input(entry: MetricAdapter, unit: Unit) -> tuple[str, str] | None:
+    """``("skipped"|"error", why)`` when the unit cannot feed the metric, else ``None``."""
+    render_problems = [msg for kind, msg in unit.problems if kind == "renders"]
+    if render_problems:
+        return "error", "; ".join(render_problems)
+    if "gt" in entry.inputs:
+        if not unit.has_gt:
+            return "skipped", "no ground-truth views (gt/ folder)"
+        gt_problems = [msg for kind, msg in unit.problems if kind == "gt"]
+        if gt_problems:
+            return "error", "; ".join(gt_problems)
+    if "train" in entry.inputs:
+        train_problems = [msg for kind, msg in unit.problems if kind == "train"]
+        if train_problems:
+            return "error", "; ".join(train_problems)
+        if not unit.train:
+            return "skipped", "no training views (train/ folder) to use as references"
+    if "cameras" in entry.inputs and unit.cameras is None:
+        return "skipped", "no cameras.json (PRISM needs the source view and relative pose of each render)"
+    return None
+
+
+def _pose_tensor(cam: Any) -> Any:
+    import torch
+
+    if cam.pose is not None:
+        return torch.tensor([cam.pose], dtype=torch.float32)
+    from scenemetrics import prism
+
+    def spherical(c: Mapping[str, Any]) -> Any:
+        if "c2w" in c:
+            return prism.spherical_from_c2w(torch.tensor(c["c2w"], dtype=torch.float64))
+        return torch.tensor([c["polar_deg"], c["azimuth_deg"], c["radius"]], dtype=torch.float64)
+
+    return prism.relative_pose(spherical(cam.source_camera), spherical(cam.target_camera)).reshape(1, 3).float()
+
+
+class _Capture:
+    """Collects the warnings raised while calling a metric, attributed to it."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    @contextlib.contextmanager
+    def __call__(self, label: str) -> Iterator[None]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+        for w in caught:
+            text = f"{label}: {w.message}"
+            if text not in self.messages:
+                self.messages.append(text)
+
+
+def error_text(err: BaseException) -> str:
+    text = " ".join(line.strip() for line in str(err).splitlines() if line.strip())
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+@dataclass
+class UnitRun:
+    """What the stages of one unit's evaluation share and fill in.
+
+    Attributes:
+        unit: the unit.
+        cells: metric -> result cell (``status`` and values, reason or error).
+        active: metric -> instance still running (a failure removes it).
+        states, thumbs, objects, per_view: what the payload carries per metric.
+        timings: seconds spent per metric.
+        notes: facts about the inputs met while loading (``"alpha"``: an alpha channel was dropped).
+        capture: the warnings raised while calling each metric.
+    """
+
+    unit: Unit
+    cells: dict[str, dict[str, Any]] = field(default_factory=dict)
+    active: dict[str, Any] = field(default_factory=dict)
+    states: dict[str, Any] = field(default_factory=dict)
+    thumbs: dict[str, list] = field(default_factory=dict)
+    objects: dict[str, list] = field(default_factory=dict)
+    per_view: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    capture: _Capture = field(default_factory=lambda: _Capture())
+
+    def fail(self, name: str, err: BaseException | str) -> None:
+        """Record ``err`` as the metric's result and stop feeding it."""
+        if isinstance(err, BaseException):
+            self.cells[name] = {
+                "status": "error",
+                "error": error_text(err),
+                "traceback": "".join(traceback.format_exception(type(err), err, err.__traceback__))[-4000:],
+            }
+        else:
+            self.cells[name] = {"status": "error", "error": err}
+        self.active.pop(name, None)
+
+    def fail_all(self, err: BaseException) -> None:
+        for name in list(self.active):
+            self.fail(name, err)
+
+    @contextlib.contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
+
+
+def start_metrics(run: UnitRun, names: Sequence[str], metrics: UnitMetrics) -> None:
+    """Skip (or fail) metrics the unit cannot feed; build and reset the others."""
+    for name in names:
+        missing = _missing_input(get_metric(name), run.unit)
+        if missing is not None:
+            status, why = missing
+            run.cells[name] = {"status": status, "error" if status == "error" else "reason": why}
+            continue
+        try:
+            with run.capture(name):
+                metric = metrics.get(name)
+                metric.reset()
+            run.active[name] = metric
+            run.timings[name] = 0.0
+        except Exception as err:
+            run.fail(name, err)
+
+
+def load_cameras(run: UnitRun) -> dict[str, Any]:
+    """The unit's ``cameras.json`` entries when an active metric needs them (``{}`` otherwise or on failure)."""
+    unit = run.unit
+    users = [n for n in run.active if "cameras" in get_metric(n).inputs]
+    if not users:
+        return {}
+    try:
+        cameras = read_cameras(unit.cameras)
+        missing_views = [v.name for v in unit.views if v.name not in cameras]
+        if missing_views:
+            raise ValueError(
+                f"{unit.cameras} has no entry for {len(missing_views)} render(s): {', '.join(missing_views[:5])}"
+            )
+        return cameras
+    except Exception as err:
+        for n in users:
+            run.fail(n, err)
+        return {}
+
+
+def give_references(run: UnitRun, config: EvalConfig, device: Any) -> None:
+    """Load the unit's training views once and hand them to every metric fed by references."""
+    ref_metrics = [n for n in run.active if get_metric(n).update_kind(run.active[n]) == "references"]
+    if not ref_metrics:
+        return
+    try:
+        refs = [_load_image(p, config.background, run.notes).to(device) for p in run.unit.train]
+    except Exception as err:
+        for n in ref_metrics:
+            run.fail(n, err)
+        return
+    for n in ref_metrics:
+        if n not in run.active:
+            continue
+        with run.timed(n):
+            try:
+                with run.capture(n):
+                    run.active[n].set_references(refs)
+            except Exception as err:
+                run.fail(n, err)
+
+
+def load_view(
+    run: UnitRun, view: View, cameras: Mapping[str, Any], sources: dict[Path, Any], config: EvalConfig, device: Any
+) -> tuple[ViewItem, ViewItem]:
+    """One view's inputs on ``device``: ``(item, masked item)`` (they are the same when the view has no mask).
+
+    ``sources`` caches the loaded source views (many views usually share one). Raises on unreadable inputs.
+    """
+    needs_gt = any("gt" in get_metric(n).inputs for n in run.active)
+    render = _load_image(view.render, config.background, run.notes).to(device)
+    target = None
+    if needs_gt and view.gt is not None:
+        target = _load_image(view.gt, config.background, run.notes).to(device)
+    source = pose = None
+    if view.name in cameras:
+        cam = cameras[view.name]
+        if cam.source not in sources:
+            sources[cam.source] = _load_image(cam.source, config.background, run.notes).to(device)
+        source = sources[cam.source][None]
+        pose = _pose_tensor(cam).to(device)
+    item = ViewItem(view.name, run.unit.key, render[None], None if target is None else target[None], source, pose)
+    if view.mask is None or target is None:
+        return item, item
+    mask = _load_mask(view.mask, render.shape).to(device)
+    return item, dataclasses.replace(item, render=(render * mask)[None], target=(target * mask)[None])
+
+
+def update_metrics(run: UnitRun, index: int, item: ViewItem, masked: ViewItem, config: EvalConfig) -> None:
+    """Feed one view to every active metric; keep its per-view value, map thumbnail and object records."""
+    render = item.render[0]
+    target = None if item.target is None else item.target[0]
+    for name in list(run.active):
+        entry = get_metric(name)
+        metric = run.active[name]
+        with run.timed(name):
+            try:
+                if "gt" in entry.inputs and target is not None and target.shape != render.shape:
+                    raise ValueError(
+                        f"view {item.name!r}: render {tuple(render.shape)} and ground truth {tuple(target.shape)} "
+                        "differ in size (nothing is resized)"
+                    )
+                view_item = masked if "gt" in entry.inputs else item  # masks restrict full-reference scores
+                args = entry.update_args(metric, view_item, config.options.get(name, {}))
+                with run.capture(name):
+                    if entry.per_view:
+                        value = metric(*args)
+                        run.per_view.setdefault(name, {})[item.name] = scalars(value, name)
+                    else:
+                        metric.update(*args)
+                _keep_pictures(run, entry, metric, index, item, config)
+            except Exception as err:
+                run.fail(name, err)
+
+
+def _keep_pictures(
+    run: UnitRun, entry: MetricAdapter, metric: Any, index: int, item: ViewItem, config: EvalConfig
+) -> None:
+    import torch
+
+    name = entry.name
+    maps = getattr(metric, "last_maps", None) if entry.has_picture("map", metric) else None
+    if isinstance(maps, torch.Tensor) and maps.ndim == 3 and index < config.max_thumbnails:
+        picture = _thumbnail(item.render[0], maps[0].detach(), config.thumbnail_height, name, item.name)
+        run.thumbs.setdefault(name, []).append((item.name, picture))
+    result = getattr(metric, "last_result", None) if entry.has_picture("objects", metric) else None
+    if result is not None and hasattr(result, "r") and hasattr(result, "classes"):
+        run.objects.setdefault(name, []).extend(_objects(entry.object_class_names(), result, item.name))
+
+
+def compute_metrics(run: UnitRun) -> None:
+    """``compute()`` each metric still active: its values, per-view values, class scores and CPU states."""
+    for name in list(run.active):
+        metric = run.active[name]
+        with run.timed(name):
+            try:
+                with run.capture(name):
+                    values = scalars(metric.compute(), name)
+                    class_scores = getattr(metric, "class_scores", None)
+                    extra = dict(class_scores()) if callable(class_scores) else None
+                cell: dict[str, Any] = {"status": "ok", "values": values}
+                if name in run.per_view:
+                    cell["per_view"] = run.per_view[name]
+                if extra:
+                    cell["class_scores"] = extra
+                run.cells[name] = cell
+                run.states[name] = cpu_states(metric)
+            except Exception as err:
+                run.fail(name, err)
+
+
+def _payload(run: UnitRun, seconds: float) -> dict[str, Any]:
+    unit = run.unit
+    if "alpha" in run.notes:
+        run.capture.messages.append(
+            "images have an alpha channel that was dropped (pass --background white|black to composite them)"
+        )
+    for name, cell in run.cells.items():
+        if name in run.timings:
+            cell["seconds"] = round(run.timings[name], 4)
+    ok = {name for name, cell in run.cells.items() if cell.get("status") == "ok"}
+    return {
+        "method": unit.method,
+        "scene": unit.scene,
+        "layout": unit.layout,
+        "num_views": len(unit.views),
+        "metrics": run.cells,
+        "states": run.states,
+        "thumbs": {k: v for k, v in run.thumbs.items() if k in ok},
+        "objects": {k: v for k, v in run.objects.items() if k in ok},
+        "warnings": run.capture.messages,
+        "seconds": round(seconds, 4),
+    }
+
+
+def evaluate_unit(
+    unit: Unit, names: Sequence[str], metrics: UnitMetrics, config: EvalConfig, show_progress: bool
+) -> dict[str, Any]:
+    """Evaluate ``names`` on ``unit`` with this process's ``metrics``; returns the payload to commit."""
+    import torch
+    from tqdm.auto import tqdm
+
+    t_start = time.perf_counter()
+    run = UnitRun(unit)
+    start_metrics(run, names, metrics)
+    cameras = load_cameras(run)
+    sources: dict[Path, Any] = {}
+    with torch.no_grad():
+        give_references(run, config, metrics.device)
+        views: Sequence[View] = unit.views
+        bar = tqdm(views, desc=unit.key, total=len(views), disable=not show_progress, leave=False, file=sys.stderr)
+        for index, view in enumerate(bar):
+            if not run.active:
+                break
+            try:
+                item, masked = load_view(run, view, cameras, sources, config, metrics.device)
+            except Exception as err:
+                run.fail_all(ValueError(f"view {view.name!r}: {error_text(err)}"))
+                break
+            update_metrics(run, index, item, masked, config)
+        compute_metrics(run)
+    return _payload(run, time.perf_counter() - t_start)
+
+
+def evaluate_unit_safely(
+    unit: Unit, names: Sequence[str], metrics: UnitMetrics, config: EvalConfig, show_progress: bool
+) -> dict[str, Any]:
+    """:func:`evaluate_unit`, turning an unexpected failure into an error for every metric of the unit."""
+    try:
+        return evaluate_unit(unit, names, metrics, config, show_progress)
+    except Exception as err:
+        cell = {"status": "error", "error": error_text(err), "traceback": traceback.format_exc()[-4000:]}
+        return {
+            "method": unit.method,
+            "scene": unit.scene,
+            "layout": unit.layout,
+            "num_views": len(unit.views),
+            "metrics": {name: dict(cell) for name in names},
+            "states": {},
+            "thumbs": {},
+            "objects": {},
+            "warnings": [],
+            "seconds": 0.0,
+        }
