@@ -24,12 +24,14 @@ from scenemetrics.puzzlesim.bf16 import bf16_decision
 __all__ = [
     "BLOCK",
     "BoundIndex",
+    "GibbsMean",
     "ScreenIndex",
     "bf16_decision",
     "bound_max",
     "cluster_order",
     "default_chunk_size",
     "full_fp32_matmul",
+    "gibbs_mean",
     "plain_max",
     "principal_basis",
     "screened_max",
@@ -480,3 +482,113 @@ def _block_max(
     out_idx = torch.empty_like(args)
     out_idx[perm] = args
     return out, out_idx
+
+
+# ------------------------------------------------------------------------------ soft (Gibbs-mean) search
+SOFT_TILE = 1 << 17
+"""Similarities per tile of the soft search (two tiles live at once: 1 MB of fp32, cache-resident)."""
+
+
+def _soft_tiles(m: int, k: int, chunk_size: int, device: torch.device) -> tuple[int, int]:
+    """Tile shape of :func:`gibbs_mean`: two ``rows x cols`` buffers within ``chunk_size`` (on CPU also within
+    :data:`SOFT_TILE`, so that the elementwise passes run in cache; GPUs prefer the largest tiles)."""
+    if device.type == "cuda":
+        tile = max(1, chunk_size // 2)
+        rows = max(1, min(m, tile))
+    else:
+        tile = max(1, min(chunk_size // 2, SOFT_TILE))
+        rows = max(1, min(m, 256, tile))
+    return rows, max(1, min(k, tile // rows))
+
+
+class GibbsMean(torch.autograd.Function):
+    """Softmax-weighted mean of similarities, streamed over cache-sized tiles in both passes.
+
+    Forward, per query row and in units of ``1 / T``: a running maximum ``mu`` of ``s / T``, ``Z = sum_k e_k`` and
+    ``Z D = sum_k e_k x_k`` with ``x_k = s_k / T - mu`` and ``e_k = exp(x_k)`` (exponents never above 0; both sums
+    are rescaled when ``mu`` grows), so ``soft = T (mu + D)``. Backward recomputes each tile of ``x`` and
+    accumulates ``d soft / d q = sum_k e_k (1 + x_k - D) r_k / Z`` (which is ``sum_k pi_k (1 + (s_k - soft) / T)
+    r_k``). Only ``(q, r, mu, Z, D)`` are saved: memory ``O(tile)`` besides the vectors in both passes, one GEMM in
+    the forward and two in the backward.
+    """
+
+    @staticmethod
+    def forward(ctx, q: Tensor, r: Tensor, temperature: float, chunk: int) -> Tensor:  # type: ignore[override]
+        m, k = q.shape[0], r.shape[0]
+        rows, cols = _soft_tiles(m, k, chunk, q.device)
+        inv_t = 1.0 / temperature
+        mu = torch.empty(m, dtype=q.dtype, device=q.device)
+        z = torch.empty_like(mu)
+        zd = torch.empty_like(mu)
+        xbuf = q.new_empty(rows * cols)
+        ebuf = q.new_empty(rows * cols)
+        with torch.no_grad(), full_fp32_matmul():
+            for r0 in range(0, m, rows):
+                qs = q[r0 : r0 + rows] * inv_t
+                n = qs.shape[0]
+                mu_s, z_s, zd_s = mu[r0 : r0 + n], z[r0 : r0 + n], zd[r0 : r0 + n]
+                for k0 in range(0, k, cols):
+                    rc = r[k0 : k0 + cols]
+                    x = torch.mm(qs, rc.T, out=xbuf[: n * rc.shape[0]].view(n, rc.shape[0]))  # s / T
+                    tmax = x.amax(dim=1)
+                    if k0 == 0:
+                        mu_s.copy_(tmax)
+                        x.sub_(mu_s.unsqueeze(1))
+                        e = torch.exp(x, out=ebuf[: x.numel()].view_as(x))
+                        torch.sum(e, dim=1, out=z_s)
+                        zd_s.copy_(torch.linalg.vecdot(e, x, dim=1))
+                        continue
+                    new_mu = torch.maximum(mu_s, tmax)
+                    delta = mu_s - new_mu  # <= 0: old terms' exponents shift by delta
+                    x.sub_(new_mu.unsqueeze(1))
+                    e = torch.exp(x, out=ebuf[: x.numel()].view_as(x))
+                    scale = torch.exp(delta)
+                    # sum_old e' x' with e' = e scale, x' = x + delta
+                    zd_s.add_(delta * z_s).mul_(scale).add_(torch.linalg.vecdot(e, x, dim=1))
+                    z_s.mul_(scale).add_(e.sum(dim=1))
+                    mu_s.copy_(new_mu)
+            d = zd / z
+            soft = (mu + d) * temperature
+        ctx.save_for_backward(q, r, mu, z, d)
+        ctx.temperature = temperature
+        ctx.tiles = (rows, cols)
+        return soft
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, None, None, None]:  # type: ignore[override]
+        q, r, mu, z, d = ctx.saved_tensors
+        inv_t = 1.0 / ctx.temperature
+        rows, cols = ctx.tiles
+        m, k = q.shape[0], r.shape[0]
+        grad_q = torch.zeros_like(q)
+        xbuf = q.new_empty(rows * cols)
+        ebuf = q.new_empty(rows * cols)
+        neg_mu, one_minus_d = -mu.unsqueeze(1), (1.0 - d).unsqueeze(1)
+        with torch.no_grad(), full_fp32_matmul():
+            for r0 in range(0, m, rows):
+                qs = q[r0 : r0 + rows] * inv_t
+                n = qs.shape[0]
+                g = grad_q[r0 : r0 + n]
+                bias, c = neg_mu[r0 : r0 + n], one_minus_d[r0 : r0 + n]
+                for k0 in range(0, k, cols):
+                    rc = r[k0 : k0 + cols]
+                    x = torch.addmm(bias, qs, rc.T, out=xbuf[: n * rc.shape[0]].view(n, rc.shape[0]))  # s/T - mu
+                    e = torch.exp(x, out=ebuf[: x.numel()].view_as(x))
+                    g.addmm_(x.add_(c).mul_(e), rc)  # e_k (1 + x_k - D), summed against r_k
+            grad_q.mul_((grad / z).unsqueeze(1))
+        return grad_q, None, None, None
+
+
+def gibbs_mean(q: Tensor, r: Tensor, temperature: float, chunk_size: int) -> Tensor:
+    """``sum_k softmax(s / T)_k s_k`` with ``s_k = <q_i, r_k>`` per query row, differentiable w.r.t. ``q``.
+
+    Args:
+        q: ``(M, C)`` query rows (float32 or float64; autograd follows them).
+        r: ``(K, C)`` reference rows of the same dtype (constants), ``K >= 1``.
+        temperature: ``T > 0``.
+        chunk_size: maximum number of similarities materialised at once (the search's memory budget).
+
+    Returns:
+        ``(M,)``, never above the hard max; stable down to ``T = 1e-4`` (exponents are never positive).
+    """
+    return GibbsMean.apply(q, r, temperature, chunk_size)
