@@ -92,12 +92,14 @@ def plain_max(q: Tensor, r: Tensor, chunk_size: int, *, with_indices: bool = Fal
     if m == 0:
         return best, idx
     rows, cols = _tiles(m, k, chunk_size)
+    buf = q.new_empty(rows * cols)  # one similarity buffer, reused: the chunk budget
     with torch.no_grad(), full_fp32_matmul():
         for r0 in range(0, m, rows):
             qs = q[r0 : r0 + rows]
             b = best[r0 : r0 + rows]
             for k0 in range(0, k, cols):
-                sim = qs @ r[k0 : k0 + cols].T
+                rc = r[k0 : k0 + cols]
+                sim = torch.mm(qs, rc.T, out=buf[: qs.shape[0] * rc.shape[0]].view(qs.shape[0], rc.shape[0]))
                 if idx is not None:
                     v, i = sim.max(dim=1)
                     better = v > b
@@ -306,8 +308,8 @@ BOUND_SLACK = 1e-4
 
 _BOUND_TILE = 1 << 20
 _BOUND_COLS = 16
-_BOUND_MIN_TILE = 1 << 14
 _BOUND_FALLBACK = 0.5
+_BOUND_MIN_GROUP = 32
 
 
 @dataclass
@@ -380,7 +382,7 @@ class BoundIndex:
         m, b = q.shape[0], self.block
         qa = self.augment(q)
         nb = self.num_blocks
-        tile = max(_BOUND_MIN_TILE, min(chunk_size, _BOUND_TILE))
+        tile = max(b, min(chunk_size // 2, _BOUND_TILE))
         rows = min(m, max(1, tile // (_BOUND_COLS * b)))
         cols = max(b, (tile // rows) // b * b)
         table = torch.empty(m, nb, dtype=torch.float32, device=q.device)
@@ -407,28 +409,48 @@ def bound_max(
     The result equals :func:`plain_max` up to fp32 rounding on any data. When more than half of the pairs survive
     (e.g. references that are all nearly the same vector) it falls back to :func:`plain_max`.
 
+    Queries are processed in groups small enough that a group's table of block bounds holds at most a quarter of
+    ``chunk_size`` entries (and its gathered query rows at most a quarter of ``chunk_size`` values), so that the
+    working memory stays within the chunk budget. A budget too small for groups of 32 queries runs
+    :func:`plain_max` instead (same result, same budget).
+
     Args:
         q: ``(M, C)`` float32 unit (or zero) query rows.
         index: :class:`BoundIndex` of the reference rows.
-        chunk_size: maximum number of coarse bounds materialised at once (at least 16384), besides the
-            ``(K / 256) x M`` table of block bounds.
+        chunk_size: the memory budget: scores (bounds, similarities) materialised at once.
         with_indices: also return an argmax row of ``index.vectors`` per query.
 
     Returns:
         ``(values (M,), indices (M,) or None)``.
     """
+    m, c = q.shape
+    best = torch.zeros(m, dtype=torch.float32, device=q.device)
+    idx = torch.zeros(m, dtype=torch.long, device=q.device) if with_indices else None
+    group = max(1, min(m, chunk_size // (4 * max(index.num_blocks, c, index.block))))
+    if group < min(m, _BOUND_MIN_GROUP):  # a budget this small leaves nothing to gain from bounds
+        return plain_max(q, index.vectors, chunk_size, with_indices=with_indices)
+    for i0 in range(0, m, group):
+        v, i = _bound_max_group(q[i0 : i0 + group], index, chunk_size, with_indices)
+        best[i0 : i0 + group] = v
+        if idx is not None and i is not None:
+            idx[i0 : i0 + group] = i
+    return best, idx
+
+
+def _bound_max_group(
+    q: Tensor, index: BoundIndex, chunk_size: int, with_indices: bool
+) -> tuple[Tensor, Tensor | None]:
+    """:func:`bound_max` on one group of queries."""
     m = q.shape[0]
     r, b, k = index.vectors, index.block, index.num
     best = torch.zeros(m, dtype=torch.float32, device=q.device)
     idx = torch.zeros(m, dtype=torch.long, device=q.device) if with_indices else None
-    if m == 0:
-        return best, idx
     with torch.no_grad(), full_fp32_matmul():
         # all-zero queries have similarity 0 to everything (any index is an argmax): exact without a search
         live = (q != 0).any(dim=1)
         if not bool(live.all()):
             if bool(live.any()):
-                v, i = bound_max(q[live], index, chunk_size, with_indices=with_indices)
+                v, i = _bound_max_group(q[live], index, chunk_size, with_indices)
                 best[live] = v
                 if idx is not None and i is not None:
                     idx[live] = i
@@ -438,6 +460,7 @@ def bound_max(
         jstar = table.argmax(dim=1)
         lower, lower_idx = _block_max(q, r, index.order, jstar, arange, b, k, with_indices)
         surv = table >= (lower - BOUND_SLACK).unsqueeze(1)
+        del table
         surv[arange, jstar] = False
         pairs = surv.nonzero()  # (P, 2) = (query, block)
         if pairs.shape[0] > _BOUND_FALLBACK * surv.numel():
