@@ -77,7 +77,7 @@ def test_the_tracker_sees_allocations_and_frees():
     assert mode.largest == 4_000_000
 
 
-M, K, C = 2000, 20_000, 64
+M, K, C = 600, 8000, 32
 BANKS = {"tight clusters": (400, 0.01), "broad clusters": (40, 0.05)}
 
 
@@ -96,7 +96,7 @@ def data(request):
     return q, r, S.BoundIndex.build(r)
 
 
-@pytest.mark.parametrize("chunk_size", [1 << 12, 1 << 16, 1 << 20, 1 << 22])
+@pytest.mark.parametrize("chunk_size", [1 << 12, 1 << 16, 1 << 22])
 @pytest.mark.parametrize("search", ["plain", "bound", "bound with indices"])
 def test_hard_searches_stay_within_the_chunk_budget(data, search, chunk_size):
     q, r, index = data
@@ -117,7 +117,7 @@ def test_hard_searches_stay_within_the_chunk_budget(data, search, chunk_size):
     torch.testing.assert_close(vals, exact, atol=1e-6, rtol=0)
 
 
-@pytest.mark.parametrize("chunk_size", [1 << 12, 1 << 16, 1 << 20])
+@pytest.mark.parametrize("chunk_size", [1 << 14, 1 << 20])
 def test_soft_forward_and_backward_stay_within_the_chunk_budget(data, chunk_size):
     q, r, _ = data
     x = q.clone().requires_grad_(True)
@@ -135,6 +135,6 @@ def test_soft_forward_and_backward_stay_within_the_chunk_budget(data, chunk_size
 def test_the_budget_is_what_a_large_search_uses():
     """The knob is not slack: the exhaustive search fills the budget it is given (one buffer of chunk_size scores)."""
     q, r = bank(M, C, 1, 40, 0.05), bank(K, C, 0, 40, 0.05)
-    for chunk_size in (1 << 16, 1 << 20):
+    for chunk_size in (1 << 14, 1 << 20):
         mode, _ = measure(lambda c=chunk_size: S.plain_max(q, r, c), q, r)
         assert 0.9 * 4 * chunk_size <= mode.peak <= budget_bytes(chunk_size, M, C)
