@@ -5,7 +5,12 @@ All functions take **unit** query rows ``Q`` (``M x C``) and unit reference rows
 query, ``max_k <q, r_k>`` without ever materialising the ``M x K`` similarity matrix. :func:`plain_max` is the
 exhaustive reference; the others prove, block by block, that most reference vectors cannot hold the maximum and
 search only the rest, so they return the same values up to fp32 rounding (tested against the exhaustive search on
-random and adversarial banks).
+random and adversarial banks). :func:`gibbs_mean` is the soft loss's differentiable counterpart (a softmax-weighted
+mean instead of the max), streamed over the same kind of tiles.
+
+``chunk_size`` is the memory budget of every search here, in float32 scores: the exhaustive and projection-bound
+searches and both passes of :func:`gibbs_mean` hold at most ``2 * 4 * max(chunk_size, 256 * C)`` bytes of working
+memory plus 64 bytes per query, besides the reference vectors, their index, the queries and the results.
 """
 
 from __future__ import annotations
@@ -437,9 +442,7 @@ def bound_max(
     return best, idx
 
 
-def _bound_max_group(
-    q: Tensor, index: BoundIndex, chunk_size: int, with_indices: bool
-) -> tuple[Tensor, Tensor | None]:
+def _bound_max_group(q: Tensor, index: BoundIndex, chunk_size: int, with_indices: bool) -> tuple[Tensor, Tensor | None]:
     """:func:`bound_max` on one group of queries."""
     m = q.shape[0]
     r, b, k = index.vectors, index.block, index.num
