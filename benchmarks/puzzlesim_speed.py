@@ -5,7 +5,10 @@ Per test image with references cached (warm-up excluded): ours (``screening="aut
 and its naive path (``mem_save=False``). The ratio that counts (the library's speed target: at most 0.5, or 0.9 on
 a CPU without a fast bf16 matmul, maps within 1e-4) is the median over alternating pairs of
 ``cpu_ours / cpu_puzzle_sim_default`` in process CPU time with torch on one thread; wall-time ratios are reported
-alongside. Peak RSS is measured in a separate child process per implementation (embedding + one call).
+alongside. Peak RSS (``VmHWM``) is measured in a separate child process per implementation (embedding + one
+call): each child loads the same images from a file the parent wrote, and a child running scenemetrics alone never
+imports ``puzzle-sim`` (whose import pulls in ``transformers``); ``baseline`` is a child that only imports and loads
+the images, ``baseline_puzzle_sim_import`` the same plus ``import puzzle_sim``.
 
 Prints one JSON object. Default weights are deterministic random weights (benchmarks never download); real
 ImageNet weights change timings little. Images come from :mod:`scenemetrics.synthetic` (seeded).
