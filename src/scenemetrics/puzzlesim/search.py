@@ -184,8 +184,12 @@ def principal_basis(r: Tensor, dims: int, sample: int = 16384) -> Tensor:
     """
     k, c = r.shape
     d = max(1, min(dims, c))
-    rows = r[:: max(1, k // sample)].double()
-    _, vecs = torch.linalg.eigh(rows.T @ rows)
+    rows = r[:: max(1, k // sample)]
+    gram = torch.zeros(c, c, dtype=torch.float64, device=r.device)
+    for i in range(0, rows.shape[0], 2048):  # float64 in slices: no float64 copy of the sample
+        part = rows[i : i + 2048].double()
+        gram.addmm_(part.T, part)
+    _, vecs = torch.linalg.eigh(gram)
     return vecs[:, -d:].flip(1).to(torch.float32).contiguous()
 
 
@@ -358,11 +362,14 @@ class BoundIndex:
             for i in range(0, k, step):  # in slices: no K x C temporary
                 torch.norm(r[i : i + step] - proj[i : i + step] @ basis.T, dim=1, keepdim=True, out=res[i : i + step])
             order = cluster_order(r, max(1, k // (2 * block)), coords=proj)
-            coarse = torch.cat([proj, res], dim=1)[order]
             k_pad = -(-k // block) * block
+            # written in place, transposed, in cluster order: no concatenated or permuted copies
+            coarse_t = torch.empty(proj.shape[1] + 1, k_pad, dtype=r.dtype, device=r.device)
+            torch.index_select(proj, 0, order, out=coarse_t[:-1, :k].T)
+            torch.index_select(res, 0, order, out=coarse_t[-1:, :k].T)
             if k_pad > k:
-                coarse = torch.cat([coarse, coarse[-1:].expand(k_pad - k, -1)])
-        return cls(vectors=r, order=order, basis=basis, coarse_t=coarse.T.contiguous(), num=k, block=block)
+                coarse_t[:, k:] = coarse_t[:, k - 1 : k]
+        return cls(vectors=r, order=order, basis=basis, coarse_t=coarse_t, num=k, block=block)
 
     @property
     def coarse(self) -> Tensor:
