@@ -5,7 +5,10 @@ Per test image with references cached (warm-up excluded): ours (``screening="aut
 and its naive path (``mem_save=False``). The ratio that counts (the library's speed target: at most 0.5, or 0.9 on
 a CPU without a fast bf16 matmul, maps within 1e-4) is the median over alternating pairs of
 ``cpu_ours / cpu_puzzle_sim_default`` in process CPU time with torch on one thread; wall-time ratios are reported
-alongside. Peak RSS is measured in a separate child process per implementation (embedding + one call).
+alongside. Peak RSS (``VmHWM``) is measured in a separate child process per implementation (embedding + one
+call): each child loads the same images from a file the parent wrote, and a child running scenemetrics alone never
+imports ``puzzle-sim`` (whose import pulls in ``transformers``); ``baseline`` is a child that only imports and loads
+the images, ``baseline_puzzle_sim_import`` the same plus ``import puzzle_sim``.
 
 Prints one JSON object. Default weights are deterministic random weights (benchmarks never download); real
 ImageNet weights change timings little. Images come from :mod:`scenemetrics.synthetic` (seeded).
@@ -65,6 +68,9 @@ def _setup(args: argparse.Namespace, tmp: Path) -> tuple[Path, torch.Tensor, tor
     if not link.exists():
         link.symlink_to(weights.resolve())
     torch.hub.set_dir(str(hub_dir))
+    if args.data:  # a child process: the parent's images, without the generator's transient memory
+        data = torch.load(args.data, map_location="cpu", weights_only=True)
+        return weights, data["refs"].to(args.device), data["test"].to(args.device)
     scene = make_scene(num_train=args.refs, num_novel=1, size=tuple(args.size), seed=args.seed)
     refs = torch.stack(scene.train_views).to(args.device)
     test = scene.novel_views[0].unsqueeze(0).to(args.device)
@@ -88,28 +94,29 @@ def _implementations(
             impls["ours"] = (embed, lambda: memory.similarity_map(test, screening="auto")[0])
         if want("ours_plain"):
             impls["ours_plain"] = (embed, lambda: memory.similarity_map(test, screening="off")[0])
+    if not (want("puzzle_sim_default") or want("puzzle_sim_naive")):
+        return impls  # a process running ours alone never imports puzzle-sim (nor its transformers import)
     try:
         import puzzle_sim
     except ImportError:
         return impls
-    if want("puzzle_sim_default") or want("puzzle_sim_naive"):
-        ps = puzzle_sim.PuzzleSim(refs)
-        t0 = time.perf_counter()
-        with torch.no_grad():
-            ps.reference_feats = ps.feature_extractor.compute_features(ps.reference, (2, 3, 4), True)
-        embed = time.perf_counter() - t0
+    ps = puzzle_sim.PuzzleSim(refs)
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        ps.reference_feats = ps.feature_extractor.compute_features(ps.reference, (2, 3, 4), True)
+    embed = time.perf_counter() - t0
 
-        def theirs(mem_save: bool):
-            def call():
-                with torch.no_grad():
-                    return ps(test, mem_save=mem_save)
+    def theirs(mem_save: bool):
+        def call():
+            with torch.no_grad():
+                return ps(test, mem_save=mem_save)
 
-            return call
+        return call
 
-        if want("puzzle_sim_default"):
-            impls["puzzle_sim_default"] = (embed, theirs(True))
-        if want("puzzle_sim_naive"):
-            impls["puzzle_sim_naive"] = (embed, theirs(False))
+    if want("puzzle_sim_default"):
+        impls["puzzle_sim_default"] = (embed, theirs(True))
+    if want("puzzle_sim_naive"):
+        impls["puzzle_sim_naive"] = (embed, theirs(False))
     return impls
 
 
@@ -131,12 +138,14 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _child_rss(args: argparse.Namespace, name: str) -> float | None:
+def _child_rss(args: argparse.Namespace, name: str, data: Path, batch_size: int | None = None) -> float | None:
     cmd = [
         sys.executable,
         __file__,
         "--child",
         name,
+        "--data",
+        str(data),
         "--refs",
         str(args.refs),
         "--size",
@@ -148,7 +157,7 @@ def _child_rss(args: argparse.Namespace, name: str) -> float | None:
         "--threads",
         "1",
         "--batch-size",
-        str(args.batch_size),
+        str(args.batch_size if batch_size is None else batch_size),
     ]
     if args.weights:
         cmd += ["--weights", args.weights]
@@ -277,6 +286,12 @@ def _soft(args: argparse.Namespace, tmp: Path) -> dict:
         loss.backward()
         backward.append(time.process_time() - c0)
     out["soft_backward_s"] = statistics.median(backward)
+    out["exhaustive_hard_map_s"] = statistics.median(
+        _timed(lambda: memory.similarity_map(test, screening="off"))[1] for _ in range(args.scaling_repeats)
+    )
+    total = out["soft_forward_s"] + out["soft_backward_s"]
+    out["soft_forward_backward_over_hard_forward_backward"] = total / out["hard_map_forward_backward_s"]
+    out["soft_forward_backward_over_exhaustive_hard_map"] = total / out["exhaustive_hard_map_s"]
     out["soft_forward_over_hard_map"] = out["soft_forward_s"] / out["hard_map_s"]
     out["soft_backward_over_hard_map"] = out["soft_backward_s"] / out["hard_map_s"]
     out["soft_forward_over_hard_forward_backward"] = out["soft_forward_s"] / out["hard_map_forward_backward_s"]
@@ -305,6 +320,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--soft-refs", type=int, default=8)
     p.add_argument("--soft-size", type=int, nargs=2, default=(208, 314), metavar=("H", "W"))
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--data", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as tmpdir:
@@ -312,11 +328,10 @@ def main(argv: list[str] | None = None) -> None:
         if args.child:
             torch.set_num_threads(1)
             weights, refs, test = _setup(args, tmp)
-            if args.child == "baseline":  # imports and data only: what every implementation's process holds anyway
-                import importlib.util
-
-                if importlib.util.find_spec("puzzle_sim"):
-                    import puzzle_sim  # noqa: F401
+            if args.child == "baseline":  # torch, scenemetrics and the images: what every process holds anyway
+                pass
+            elif args.child == "baseline_puzzle_sim_import":  # the same plus `import puzzle_sim`
+                import puzzle_sim  # noqa: F401
             else:
                 impls = _implementations(weights, refs, test, only=args.child, batch_size=args.batch_size)
                 impls[args.child][1]()
@@ -350,12 +365,19 @@ def main(argv: list[str] | None = None) -> None:
                     "runs": [_run_threads(args, impls, t) for t in args.threads],
                 }
             )
-            del impls, refs, test
             if not args.no_rss:
-                names = ["baseline", "ours", "ours_plain", "puzzle_sim_default", "puzzle_sim_naive"]
-                rss = {name: _child_rss(args, name) for name in names}
+                data = tmp / "images.pt"
+                torch.save({"refs": refs.cpu(), "test": test.cpu()}, data)
+                names = ["baseline", "baseline_puzzle_sim_import", "ours", "ours_plain"]
+                names += ["puzzle_sim_default", "puzzle_sim_naive"]
+                rss = {name: _child_rss(args, name, data) for name in names}
+                rss["ours_batch_size_1"] = _child_rss(args, "ours", data, batch_size=1)
                 rss = {k: v for k, v in rss.items() if v is not None}
                 report["peak_rss_mb"] = rss
+                if rss.get("puzzle_sim_default"):
+                    report["peak_rss_ratio_vs_puzzle_sim_default"] = {
+                        k: v / rss["puzzle_sim_default"] for k, v in rss.items() if not k.startswith("baseline")
+                    }
                 if "baseline" in rss:
                     work = {k: v - rss["baseline"] for k, v in rss.items() if k != "baseline"}
                     report["rss_above_baseline_mb"] = work
@@ -363,6 +385,7 @@ def main(argv: list[str] | None = None) -> None:
                         report["rss_above_baseline_ratio_vs_puzzle_sim_default"] = {
                             k: v / work["puzzle_sim_default"] for k, v in work.items()
                         }
+            del impls, refs, test
         if args.scaling:
             print("| refs | size | layer-2 vectors | ours s | exhaustive s | ratio | max diff |", file=sys.stderr)
             print("|---|---|---|---|---|---|---|", file=sys.stderr)

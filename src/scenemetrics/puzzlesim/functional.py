@@ -419,7 +419,7 @@ class _GibbsMean(torch.autograd.Function):
 def soft_gibbs_max(q: Tensor, r: Tensor, temperature: float, chunk_size: int | None = None) -> Tensor:
     """Softmax-weighted mean of ``<q_i, r_k>`` over ``k`` at ``temperature`` for unit rows (differentiable in q)."""
     chunk = chunk_size or _search.default_chunk_size(q.device)
-    return _GibbsMean.apply(q, r.to(q.dtype), check_temperature(temperature), chunk)
+    return _search.gibbs_mean(q, r.to(q.dtype), check_temperature(temperature), chunk)
 
 
 def soft_best_match_similarity(

@@ -5,7 +5,12 @@ All functions take **unit** query rows ``Q`` (``M x C``) and unit reference rows
 query, ``max_k <q, r_k>`` without ever materialising the ``M x K`` similarity matrix. :func:`plain_max` is the
 exhaustive reference; the others prove, block by block, that most reference vectors cannot hold the maximum and
 search only the rest, so they return the same values up to fp32 rounding (tested against the exhaustive search on
-random and adversarial banks).
+random and adversarial banks). :func:`gibbs_mean` is the soft loss's differentiable counterpart (a softmax-weighted
+mean instead of the max), streamed over the same kind of tiles.
+
+``chunk_size`` is the memory budget of every search here, in float32 scores: the exhaustive and projection-bound
+searches and both passes of :func:`gibbs_mean` hold at most ``2 * 4 * max(chunk_size, 256 * C)`` bytes of working
+memory plus 64 bytes per query, besides the reference vectors, their index, the queries and the results.
 """
 
 from __future__ import annotations
@@ -24,12 +29,14 @@ from scenemetrics.puzzlesim.bf16 import bf16_decision
 __all__ = [
     "BLOCK",
     "BoundIndex",
+    "GibbsMean",
     "ScreenIndex",
     "bf16_decision",
     "bound_max",
     "cluster_order",
     "default_chunk_size",
     "full_fp32_matmul",
+    "gibbs_mean",
     "plain_max",
     "principal_basis",
     "screened_max",
@@ -90,12 +97,14 @@ def plain_max(q: Tensor, r: Tensor, chunk_size: int, *, with_indices: bool = Fal
     if m == 0:
         return best, idx
     rows, cols = _tiles(m, k, chunk_size)
+    buf = q.new_empty(rows * cols)  # one similarity buffer, reused: the chunk budget
     with torch.no_grad(), full_fp32_matmul():
         for r0 in range(0, m, rows):
             qs = q[r0 : r0 + rows]
             b = best[r0 : r0 + rows]
             for k0 in range(0, k, cols):
-                sim = qs @ r[k0 : k0 + cols].T
+                rc = r[k0 : k0 + cols]
+                sim = torch.mm(qs, rc.T, out=buf[: qs.shape[0] * rc.shape[0]].view(qs.shape[0], rc.shape[0]))
                 if idx is not None:
                     v, i = sim.max(dim=1)
                     better = v > b
@@ -175,8 +184,12 @@ def principal_basis(r: Tensor, dims: int, sample: int = 16384) -> Tensor:
     """
     k, c = r.shape
     d = max(1, min(dims, c))
-    rows = r[:: max(1, k // sample)].double()
-    _, vecs = torch.linalg.eigh(rows.T @ rows)
+    rows = r[:: max(1, k // sample)]
+    gram = torch.zeros(c, c, dtype=torch.float64, device=r.device)
+    for i in range(0, rows.shape[0], 2048):  # float64 in slices: no float64 copy of the sample
+        part = rows[i : i + 2048].double()
+        gram.addmm_(part.T, part)
+    _, vecs = torch.linalg.eigh(gram)
     return vecs[:, -d:].flip(1).to(torch.float32).contiguous()
 
 
@@ -304,8 +317,8 @@ BOUND_SLACK = 1e-4
 
 _BOUND_TILE = 1 << 20
 _BOUND_COLS = 16
-_BOUND_MIN_TILE = 1 << 14
 _BOUND_FALLBACK = 0.5
+_BOUND_MIN_GROUP = 32
 
 
 @dataclass
@@ -349,11 +362,14 @@ class BoundIndex:
             for i in range(0, k, step):  # in slices: no K x C temporary
                 torch.norm(r[i : i + step] - proj[i : i + step] @ basis.T, dim=1, keepdim=True, out=res[i : i + step])
             order = cluster_order(r, max(1, k // (2 * block)), coords=proj)
-            coarse = torch.cat([proj, res], dim=1)[order]
             k_pad = -(-k // block) * block
+            # written in place, transposed, in cluster order: no concatenated or permuted copies
+            coarse_t = torch.empty(proj.shape[1] + 1, k_pad, dtype=r.dtype, device=r.device)
+            torch.index_select(proj, 0, order, out=coarse_t[:-1, :k].T)
+            torch.index_select(res, 0, order, out=coarse_t[-1:, :k].T)
             if k_pad > k:
-                coarse = torch.cat([coarse, coarse[-1:].expand(k_pad - k, -1)])
-        return cls(vectors=r, order=order, basis=basis, coarse_t=coarse.T.contiguous(), num=k, block=block)
+                coarse_t[:, k:] = coarse_t[:, k - 1 : k]
+        return cls(vectors=r, order=order, basis=basis, coarse_t=coarse_t, num=k, block=block)
 
     @property
     def coarse(self) -> Tensor:
@@ -378,7 +394,7 @@ class BoundIndex:
         m, b = q.shape[0], self.block
         qa = self.augment(q)
         nb = self.num_blocks
-        tile = max(_BOUND_MIN_TILE, min(chunk_size, _BOUND_TILE))
+        tile = max(b, min(chunk_size // 2, _BOUND_TILE))
         rows = min(m, max(1, tile // (_BOUND_COLS * b)))
         cols = max(b, (tile // rows) // b * b)
         table = torch.empty(m, nb, dtype=torch.float32, device=q.device)
@@ -405,28 +421,46 @@ def bound_max(
     The result equals :func:`plain_max` up to fp32 rounding on any data. When more than half of the pairs survive
     (e.g. references that are all nearly the same vector) it falls back to :func:`plain_max`.
 
+    Queries are processed in groups small enough that a group's table of block bounds holds at most a quarter of
+    ``chunk_size`` entries (and its gathered query rows at most a quarter of ``chunk_size`` values), so that the
+    working memory stays within the chunk budget. A budget too small for groups of 32 queries runs
+    :func:`plain_max` instead (same result, same budget).
+
     Args:
         q: ``(M, C)`` float32 unit (or zero) query rows.
         index: :class:`BoundIndex` of the reference rows.
-        chunk_size: maximum number of coarse bounds materialised at once (at least 16384), besides the
-            ``(K / 256) x M`` table of block bounds.
+        chunk_size: the memory budget: scores (bounds, similarities) materialised at once.
         with_indices: also return an argmax row of ``index.vectors`` per query.
 
     Returns:
         ``(values (M,), indices (M,) or None)``.
     """
+    m, c = q.shape
+    best = torch.zeros(m, dtype=torch.float32, device=q.device)
+    idx = torch.zeros(m, dtype=torch.long, device=q.device) if with_indices else None
+    group = max(1, min(m, chunk_size // (4 * max(index.num_blocks, c, index.block))))
+    if group < min(m, _BOUND_MIN_GROUP):  # a budget this small leaves nothing to gain from bounds
+        return plain_max(q, index.vectors, chunk_size, with_indices=with_indices)
+    for i0 in range(0, m, group):
+        v, i = _bound_max_group(q[i0 : i0 + group], index, chunk_size, with_indices)
+        best[i0 : i0 + group] = v
+        if idx is not None and i is not None:
+            idx[i0 : i0 + group] = i
+    return best, idx
+
+
+def _bound_max_group(q: Tensor, index: BoundIndex, chunk_size: int, with_indices: bool) -> tuple[Tensor, Tensor | None]:
+    """:func:`bound_max` on one group of queries."""
     m = q.shape[0]
     r, b, k = index.vectors, index.block, index.num
     best = torch.zeros(m, dtype=torch.float32, device=q.device)
     idx = torch.zeros(m, dtype=torch.long, device=q.device) if with_indices else None
-    if m == 0:
-        return best, idx
     with torch.no_grad(), full_fp32_matmul():
         # all-zero queries have similarity 0 to everything (any index is an argmax): exact without a search
         live = (q != 0).any(dim=1)
         if not bool(live.all()):
             if bool(live.any()):
-                v, i = bound_max(q[live], index, chunk_size, with_indices=with_indices)
+                v, i = _bound_max_group(q[live], index, chunk_size, with_indices)
                 best[live] = v
                 if idx is not None and i is not None:
                     idx[live] = i
@@ -436,6 +470,7 @@ def bound_max(
         jstar = table.argmax(dim=1)
         lower, lower_idx = _block_max(q, r, index.order, jstar, arange, b, k, with_indices)
         surv = table >= (lower - BOUND_SLACK).unsqueeze(1)
+        del table
         surv[arange, jstar] = False
         pairs = surv.nonzero()  # (P, 2) = (query, block)
         if pairs.shape[0] > _BOUND_FALLBACK * surv.numel():
@@ -480,3 +515,113 @@ def _block_max(
     out_idx = torch.empty_like(args)
     out_idx[perm] = args
     return out, out_idx
+
+
+# ------------------------------------------------------------------------------ soft (Gibbs-mean) search
+SOFT_TILE = 1 << 17
+"""Similarities per tile of the soft search (two tiles live at once: 1 MB of fp32, cache-resident)."""
+
+
+def _soft_tiles(m: int, k: int, chunk_size: int, device: torch.device) -> tuple[int, int]:
+    """Tile shape of :func:`gibbs_mean`: two ``rows x cols`` buffers within ``chunk_size`` (on CPU also within
+    :data:`SOFT_TILE`, so that the elementwise passes run in cache; GPUs prefer the largest tiles)."""
+    if device.type == "cuda":
+        tile = max(1, chunk_size // 2)
+        rows = max(1, min(m, tile))
+    else:
+        tile = max(1, min(chunk_size // 2, SOFT_TILE))
+        rows = max(1, min(m, 256, tile))
+    return rows, max(1, min(k, tile // rows))
+
+
+class GibbsMean(torch.autograd.Function):
+    """Softmax-weighted mean of similarities, streamed over cache-sized tiles in both passes.
+
+    Forward, per query row and in units of ``1 / T``: a running maximum ``mu`` of ``s / T``, ``Z = sum_k e_k`` and
+    ``Z D = sum_k e_k x_k`` with ``x_k = s_k / T - mu`` and ``e_k = exp(x_k)`` (exponents never above 0; both sums
+    are rescaled when ``mu`` grows), so ``soft = T (mu + D)``. Backward recomputes each tile of ``x`` and
+    accumulates ``d soft / d q = sum_k e_k (1 + x_k - D) r_k / Z`` (which is ``sum_k pi_k (1 + (s_k - soft) / T)
+    r_k``). Only ``(q, r, mu, Z, D)`` are saved: memory ``O(tile)`` besides the vectors in both passes, one GEMM in
+    the forward and two in the backward.
+    """
+
+    @staticmethod
+    def forward(ctx, q: Tensor, r: Tensor, temperature: float, chunk: int) -> Tensor:  # type: ignore[override]
+        m, k = q.shape[0], r.shape[0]
+        rows, cols = _soft_tiles(m, k, chunk, q.device)
+        inv_t = 1.0 / temperature
+        mu = torch.empty(m, dtype=q.dtype, device=q.device)
+        z = torch.empty_like(mu)
+        zd = torch.empty_like(mu)
+        xbuf = q.new_empty(rows * cols)
+        ebuf = q.new_empty(rows * cols)
+        with torch.no_grad(), full_fp32_matmul():
+            for r0 in range(0, m, rows):
+                qs = q[r0 : r0 + rows] * inv_t
+                n = qs.shape[0]
+                mu_s, z_s, zd_s = mu[r0 : r0 + n], z[r0 : r0 + n], zd[r0 : r0 + n]
+                for k0 in range(0, k, cols):
+                    rc = r[k0 : k0 + cols]
+                    x = torch.mm(qs, rc.T, out=xbuf[: n * rc.shape[0]].view(n, rc.shape[0]))  # s / T
+                    tmax = x.amax(dim=1)
+                    if k0 == 0:
+                        mu_s.copy_(tmax)
+                        x.sub_(mu_s.unsqueeze(1))
+                        e = torch.exp(x, out=ebuf[: x.numel()].view_as(x))
+                        torch.sum(e, dim=1, out=z_s)
+                        zd_s.copy_(torch.linalg.vecdot(e, x, dim=1))
+                        continue
+                    new_mu = torch.maximum(mu_s, tmax)
+                    delta = mu_s - new_mu  # <= 0: old terms' exponents shift by delta
+                    x.sub_(new_mu.unsqueeze(1))
+                    e = torch.exp(x, out=ebuf[: x.numel()].view_as(x))
+                    scale = torch.exp(delta)
+                    # sum_old e' x' with e' = e scale, x' = x + delta
+                    zd_s.add_(delta * z_s).mul_(scale).add_(torch.linalg.vecdot(e, x, dim=1))
+                    z_s.mul_(scale).add_(e.sum(dim=1))
+                    mu_s.copy_(new_mu)
+            d = zd / z
+            soft = (mu + d) * temperature
+        ctx.save_for_backward(q, r, mu, z, d)
+        ctx.temperature = temperature
+        ctx.tiles = (rows, cols)
+        return soft
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, None, None, None]:  # type: ignore[override]
+        q, r, mu, z, d = ctx.saved_tensors
+        inv_t = 1.0 / ctx.temperature
+        rows, cols = ctx.tiles
+        m, k = q.shape[0], r.shape[0]
+        grad_q = torch.zeros_like(q)
+        xbuf = q.new_empty(rows * cols)
+        ebuf = q.new_empty(rows * cols)
+        neg_mu, one_minus_d = -mu.unsqueeze(1), (1.0 - d).unsqueeze(1)
+        with torch.no_grad(), full_fp32_matmul():
+            for r0 in range(0, m, rows):
+                qs = q[r0 : r0 + rows] * inv_t
+                n = qs.shape[0]
+                g = grad_q[r0 : r0 + n]
+                bias, c = neg_mu[r0 : r0 + n], one_minus_d[r0 : r0 + n]
+                for k0 in range(0, k, cols):
+                    rc = r[k0 : k0 + cols]
+                    x = torch.addmm(bias, qs, rc.T, out=xbuf[: n * rc.shape[0]].view(n, rc.shape[0]))  # s/T - mu
+                    e = torch.exp(x, out=ebuf[: x.numel()].view_as(x))
+                    g.addmm_(x.add_(c).mul_(e), rc)  # e_k (1 + x_k - D), summed against r_k
+            grad_q.mul_((grad / z).unsqueeze(1))
+        return grad_q, None, None, None
+
+
+def gibbs_mean(q: Tensor, r: Tensor, temperature: float, chunk_size: int) -> Tensor:
+    """``sum_k softmax(s / T)_k s_k`` with ``s_k = <q_i, r_k>`` per query row, differentiable w.r.t. ``q``.
+
+    Args:
+        q: ``(M, C)`` query rows (float32 or float64; autograd follows them).
+        r: ``(K, C)`` reference rows of the same dtype (constants), ``K >= 1``.
+        temperature: ``T > 0``.
+        chunk_size: maximum number of similarities materialised at once (the search's memory budget).
+
+    Returns:
+        ``(M,)``, never above the hard max; stable down to ``T = 1e-4`` (exponents are never positive).
+    """
+    return GibbsMean.apply(q, r, temperature, chunk_size)
