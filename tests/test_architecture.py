@@ -105,7 +105,7 @@ def test_import_linter_contracts_cover_every_top_level_module():
     """Every top-level module or package of scenemetrics sits in one layer of the contract (new ones too)."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
     layers = next(c for c in config["contracts"] if c["type"] == "layers")["layers"]
-    listed = {m.strip() for layer in layers for m in layer.split("|")}
+    listed = {m.strip() for layer in layers for m in layer.replace(":", "|").split("|")}
     here = {
         f"scenemetrics.{p.stem if p.suffix == '.py' else p.name}"
         for p in (SRC / "scenemetrics").iterdir()
@@ -113,3 +113,29 @@ def test_import_linter_contracts_cover_every_top_level_module():
     }
     assert here - listed == set(), f"modules missing from the layers contract: {sorted(here - listed)}"
     assert listed - here == set(), f"layers name modules that do not exist: {sorted(listed - here)}"
+
+
+def test_no_import_cycles_between_modules():
+    """No two modules import each other, directly or through others, at any level (function-level imports count;
+    imports only for type checking do not). Packages' ``__init__`` re-exports are left out: they are lazy."""
+    import grimp  # import-linter's graph builder (the [dev] extra)
+
+    graph = grimp.build_graph("scenemetrics", cache_dir=None, exclude_type_checking_imports=True)
+    packages = {m for m in graph.modules if graph.find_children(m)}
+    edges = {
+        m: {d for d in graph.find_modules_directly_imported_by(m) if d not in packages}
+        for m in graph.modules
+        if m not in packages
+    }
+    cycles = []
+    for start in sorted(edges):
+        stack, seen = [(start, [start])], set()
+        while stack:
+            node, path = stack.pop()
+            for nxt in edges.get(node, ()):
+                if nxt == start:
+                    cycles.append(" -> ".join([*path, start]))
+                elif nxt not in seen and nxt > start:  # report each cycle once, from its smallest module
+                    seen.add(nxt)
+                    stack.append((nxt, [*path, nxt]))
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)

@@ -368,54 +368,6 @@ def check_temperature(temperature: float) -> float:
     return t
 
 
-class _GibbsMean(torch.autograd.Function):
-    """Streaming softmax-weighted mean of similarities; the backward recomputes the chunks (O(chunk) memory)."""
-
-    @staticmethod
-    def forward(ctx, q: Tensor, r: Tensor, temperature: float, chunk: int) -> Tensor:  # type: ignore[override]
-        m, k = q.shape[0], r.shape[0]
-        rows = max(1, min(m, chunk))
-        cols = max(1, min(k, chunk // rows))
-        mu = torch.full((m,), -math.inf, dtype=q.dtype, device=q.device)
-        z = torch.zeros(m, dtype=q.dtype, device=q.device)
-        a = torch.zeros(m, dtype=q.dtype, device=q.device)
-        with _search.full_fp32_matmul():
-            for r0 in range(0, m, rows):
-                qs = q[r0 : r0 + rows]
-                mu_s, z_s, a_s = mu[r0 : r0 + rows], z[r0 : r0 + rows], a[r0 : r0 + rows]
-                for k0 in range(0, k, cols):
-                    s = qs @ r[k0 : k0 + cols].T
-                    new_mu = torch.maximum(mu_s, s.amax(dim=1))
-                    rescale = torch.exp((mu_s - new_mu) / temperature)  # exp(-inf) = 0 on the first chunk
-                    e = torch.exp((s - new_mu.unsqueeze(1)) / temperature)
-                    z_s.mul_(rescale).add_(e.sum(dim=1))
-                    a_s.mul_(rescale).add_((e * s).sum(dim=1))
-                    mu_s.copy_(new_mu)
-        soft = a / z
-        ctx.save_for_backward(q, r, mu, z, soft)
-        ctx.temperature = temperature
-        ctx.tiles = (rows, cols)
-        return soft
-
-    @staticmethod
-    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, None, None, None]:  # type: ignore[override]
-        q, r, mu, z, soft = ctx.saved_tensors
-        t = ctx.temperature
-        rows, cols = ctx.tiles
-        grad_q = torch.zeros_like(q)
-        with _search.full_fp32_matmul():
-            for r0 in range(0, q.shape[0], rows):
-                qs = q[r0 : r0 + rows]
-                mu_s, z_s, soft_s = mu[r0 : r0 + rows, None], z[r0 : r0 + rows, None], soft[r0 : r0 + rows, None]
-                g = grad_q[r0 : r0 + rows]
-                for k0 in range(0, r.shape[0], cols):
-                    rc = r[k0 : k0 + cols]
-                    s = qs @ rc.T
-                    p = torch.exp((s - mu_s) / t) / z_s
-                    g.addmm_(p * (1.0 + (s - soft_s) / t), rc)  # d soft / d s_k = pi_k (1 + (s_k - soft) / T)
-        return grad_q * grad.unsqueeze(1), None, None, None
-
-
 def soft_gibbs_max(q: Tensor, r: Tensor, temperature: float, chunk_size: int | None = None) -> Tensor:
     """Softmax-weighted mean of ``<q_i, r_k>`` over ``k`` at ``temperature`` for unit rows (differentiable in q)."""
     chunk = chunk_size or _search.default_chunk_size(q.device)
