@@ -42,6 +42,13 @@ MODULES: tuple[tuple[str, str, str, str], ...] = (
     ("scenemetrics.synthetic", "synthetic", "synthetic", "The procedural demo scene."),
     ("scenemetrics.jsonio", "jsonio", "jsonio", "JSON helpers for reports."),
     ("scenemetrics.demo", "demo", "demo", "`scenemetrics demo` as a library: the demo scene through every metric."),
+    ("scenemetrics.registry", "registry", "registry", "The metric-adapter registry every integration uses."),
+    ("scenemetrics.builtin_metrics", "builtin-metrics", "builtin_metrics", "Factories of the built-in metric names."),
+    ("scenemetrics.stats", "stats", "stats", "AUC, class separation and array converters shared by rooms."),
+    ("scenemetrics.devices", "devices", "devices", "Device resolution (`--device`, `device=`)."),
+    ("scenemetrics.fileio", "fileio", "fileio", "Atomic file writes."),
+    ("scenemetrics.types", "types", "types", "Array type aliases of the public signatures."),
+    ("scenemetrics.cliutils", "cliutils", "cliutils", "Shared command-line flags, messages and progress."),
 )
 
 _VALUE_LIMIT = 400

@@ -21,7 +21,7 @@ Each entry (a :class:`MetricAdapter`) declares, for one metric:
 A metric instance no entry claims gets the generic adapter: ``"references"`` when it has ``set_references``, else
 ``"paired"``; its pictures are whatever it exposes.
 
-Built in (registered by :mod:`scenemetrics.builtin_metrics`):
+Built in (declared below; their factories live in :mod:`scenemetrics.builtin_metrics`, imported when first used):
 
 =============  ===========================================================  ===========================  =====
 name           metric                                                       inputs / update              best

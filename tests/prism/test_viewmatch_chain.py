@@ -164,11 +164,14 @@ def test_a_resumed_run_keeps_its_tensorboard_folder(cache, tmp_path):
     assert versions == ["version_0"]
     events = sorted((out / "logs" / "version_0").glob("events.out.tfevents.*"))
     assert len(events) == 2  # one file per process, both in the run's folder
-    steps = []
+    runs = []
     for f in events:
         acc = EventAccumulator(str(f))
         acc.Reload()
-        steps.append([e.step for e in acc.Scalars("val/loss")])
+        scalars = acc.Scalars("val/loss")
+        runs.append((scalars[0].wall_time, [e.step for e in scalars]))
+    # in the order the runs wrote them (file names order by second and pid, which can tie or invert)
+    steps = [s for _, s in sorted(runs)]
     assert len(steps[0]) == 1 and len(steps[1]) == 1 and steps[1][0] > steps[0][0]  # steps continue
     ckpt = torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)
     assert ckpt["prism_logger_version"] == 0
