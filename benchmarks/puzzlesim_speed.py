@@ -44,6 +44,7 @@ from scenemetrics.puzzlesim import (  # noqa: E402
     random_checkpoint,
 )
 from scenemetrics.puzzlesim import search as _search  # noqa: E402
+from scenemetrics.puzzlesim.options import default_batch_size  # noqa: E402
 from scenemetrics.synthetic import make_scene  # noqa: E402
 
 TV_FILE = {"squeezenet1_1": "squeezenet1_1-b8a52dc0.pth"}
@@ -78,7 +79,7 @@ def _setup(args: argparse.Namespace, tmp: Path) -> tuple[Path, torch.Tensor, tor
 
 
 def _implementations(
-    weights: Path, refs: torch.Tensor, test: torch.Tensor, only: str | None = None, batch_size: int = 8
+    weights: Path, refs: torch.Tensor, test: torch.Tensor, only: str | None = None, batch_size: int | None = None
 ) -> dict:
     """name -> (embed_seconds, callable returning the (H, W) map)."""
     impls = {}
@@ -156,9 +157,10 @@ def _child_rss(args: argparse.Namespace, name: str, data: Path, batch_size: int 
         args.device,
         "--threads",
         "1",
-        "--batch-size",
-        str(args.batch_size if batch_size is None else batch_size),
     ]
+    batch_size = args.batch_size if batch_size is None else batch_size
+    if batch_size is not None:
+        cmd += ["--batch-size", str(batch_size)]
     if args.weights:
         cmd += ["--weights", args.weights]
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -308,7 +310,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--weights", default=None, help="squeezenet1_1 checkpoint (default: deterministic random weights)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch-size", type=int, default=8, help="reference images per backbone pass (ours)")
+    p.add_argument(
+        "--batch-size", type=int, default=None, help="reference images per backbone pass (ours; default: the library's)"
+    )
     p.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child processes")
     p.add_argument("--no-compare", action="store_true", help="skip the comparison (e.g. to run --scaling alone)")
     p.add_argument("--scaling", action="store_true", help="also time ours vs the exhaustive search over sizes")
@@ -356,7 +360,7 @@ def main(argv: list[str] | None = None) -> None:
                         "weights": args.weights or "deterministic random (seed 0)",
                         "device": args.device,
                         "repeats": args.repeats,
-                        "batch_size": args.batch_size,
+                        "batch_size": args.batch_size or f"default: {default_batch_size(args.device)}",
                     },
                     "bf16_probe_one_thread": probe,
                     "fast_bf16_matmul": bool(probe["fast"]),
@@ -371,7 +375,7 @@ def main(argv: list[str] | None = None) -> None:
                 names = ["baseline", "baseline_puzzle_sim_import", "ours", "ours_plain"]
                 names += ["puzzle_sim_default", "puzzle_sim_naive"]
                 rss = {name: _child_rss(args, name, data) for name in names}
-                rss["ours_batch_size_1"] = _child_rss(args, "ours", data, batch_size=1)
+                rss["ours_batch_size_8"] = _child_rss(args, "ours", data, batch_size=8)
                 rss = {k: v for k, v in rss.items() if v is not None}
                 report["peak_rss_mb"] = rss
                 if rss.get("puzzle_sim_default"):

@@ -81,7 +81,9 @@ def test_metric_exposes_its_options(squeeze_ckpt):
     metric = PuzzleSim(weights_path=squeeze_ckpt, backbone="squeeze", layers=[2, 3], layer_weights=(0.7, 0.3))
     assert isinstance(metric.options, PuzzleSimOptions)
     assert (metric.backbone, metric.layers, metric.layer_weights) == ("squeezenet1_1", (2, 3), (0.7, 0.3))
-    assert metric.weights_path == str(squeeze_ckpt) and metric.chunk_size is None and metric.batch_size == 8
+    assert (
+        metric.weights_path == str(squeeze_ckpt) and metric.chunk_size is None and metric.batch_size is None
+    )  # device default, resolved by the memory
 
 
 # adopt_or_build and check_compatible ------------------------------------------------------------------------------

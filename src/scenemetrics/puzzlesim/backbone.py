@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -208,14 +208,23 @@ class PuzzleSimBackbone(nn.Module):
         return super().train(False)
 
     def forward(self, images01: Tensor, layers: Sequence[int]) -> dict[int, Tensor]:
-        x = images01 * self.scale + self.shift
+        return dict(self.iter_features(images01, layers))
+
+    def iter_features(self, images01: Tensor, layers: Sequence[int]) -> Iterator[tuple[int, Tensor]]:
+        """Yield ``(layer, (B, C, h, w) features)`` for the wanted ``layers`` in network order, streaming.
+
+        The network runs module by module, so each activation is released as soon as the next module has consumed
+        it (a slice's input is not held while the slice runs), and a consumer that drops each yielded map before
+        asking for the next keeps only one wanted layer alive: :class:`~scenemetrics.puzzlesim.PuzzleSimMemory`
+        writes each into its bank this way.
+        """
         wanted = set(layers)
-        out: dict[int, Tensor] = {}
+        x = images01 * self.scale + self.shift
         for i in range(max(wanted) + 1):
-            x = self.slices[i](x)
+            for module in self.slices[i]:
+                x = module(x)
             if i in wanted:
-                out[i] = x
-        return out
+                yield i, x
 
 
 @functools.lru_cache(maxsize=8)

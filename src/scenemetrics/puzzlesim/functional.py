@@ -49,6 +49,7 @@ __all__ = [
     "search_method",
     "soft_best_match_similarity",
     "unit_rows",
+    "unit_rows_into",
 ]
 
 
@@ -61,6 +62,31 @@ def unit_rows(f: Tensor) -> Tensor:
         tensor([[0.6000, 0.8000]])
     """
     return F.normalize(f.permute(0, 2, 3, 1).reshape(-1, f.shape[1]), p=2, dim=1, eps=1e-12)
+
+
+def unit_rows_into(f: Tensor, out: Tensor) -> Tensor:
+    """:func:`unit_rows` of ``f`` written into the preallocated ``(B*h*w, C)`` matrix ``out``, without the
+    permuted and normalised temporaries (bitwise equal to ``unit_rows(f)`` when ``out`` has ``f``'s dtype; another
+    ``out`` dtype gets the float rows cast one image at a time). Returns ``out``.
+
+    Example:
+        >>> unit_rows_into(torch.tensor([[[[3.0]], [[4.0]]]]), torch.empty(1, 2))
+        tensor([[0.6000, 0.8000]])
+    """
+    b, c, h, w = f.shape
+    if out.shape != (b * h * w, c):
+        raise ValueError(
+            f"`out` must have shape {(b * h * w, c)} for features of shape {tuple(f.shape)}; got {tuple(out.shape)}"
+        )
+    if out.dtype != f.dtype:
+        per = h * w
+        for i in range(b):
+            out[i * per : (i + 1) * per] = unit_rows(f[i : i + 1])
+        return out
+    rows = out.view(b, h, w, c)
+    rows.copy_(f.permute(0, 2, 3, 1))
+    norms = torch.linalg.vector_norm(out, 2, dim=1, keepdim=True).clamp_min_(1e-12)
+    return out.div_(norms)
 
 
 def search_method(screening: str, device: torch.device, k: int, need_grad: bool, precision: str = "float32") -> str:

@@ -7,7 +7,7 @@ its :meth:`~PuzzleSimMemory.similarity_map` and :meth:`~PuzzleSimMemory.layer_ma
 
 from __future__ import annotations
 
-import copy
+import itertools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.func import functional_call
 
 from scenemetrics.image import ImageTypeError, check_image_list, check_images
 from scenemetrics.puzzlesim import search as _search
@@ -25,6 +26,7 @@ from scenemetrics.puzzlesim.functional import (  # combine_layer_maps, search_me
     memory_similarity_map,
     search_method,
     unit_rows,
+    unit_rows_into,
 )
 from scenemetrics.puzzlesim.options import (
     DEFAULT_LAYER_WEIGHTS,
@@ -34,6 +36,7 @@ from scenemetrics.puzzlesim.options import (
     Screening,
     Search,
     check_resize,
+    default_batch_size,
     min_side,
 )
 
@@ -61,8 +64,10 @@ class PuzzleSimMemory:
     Memory cost: ``4 * K_l * C_l`` bytes per layer in float32. Example: 34 references of 416x628 with squeezenet
     layers 2-4 need about 138 MB (layer 2: 135 252 x 256) + 2 x 51 MB (layers 3, 4: 33 150 x 384), plus about 69 MB
     for the bf16 screening copy of layer 2 once a CPU search uses it (or about 18 MB for the projection-bound index of
-    the default CPU search). The vectors are written in place while embedding (no concatenated copies), so peak
-    memory while embedding is the bank plus ``batch_size`` images' activations: lower ``batch_size`` to save memory.
+    the default CPU search). The vectors are written in place while embedding (no concatenated copies; each layer
+    goes into the bank as soon as the backbone has produced it), so peak memory while embedding is the bank plus the
+    largest activation of one backbone pass over ``batch_size`` images (about 35 MB per 416x628 image with
+    squeezenet): the CPU default is one image per pass; a bigger ``batch_size`` costs memory in proportion.
 
     Args:
         references: ``(N, 3, h, w)`` tensor, or a sequence of ``(3, h, w)`` / ``(n, 3, h, w)`` tensors whose sizes
@@ -80,7 +85,8 @@ class PuzzleSimMemory:
         precision: storage and GEMM dtype: ``"float32"``; ``"float16"`` / ``"bfloat16"`` on CUDA only (half the
             memory; maps within 2e-3 / 1e-2 of float32).
         device: where vectors are stored and the backbone runs; ``None``: the device of the first reference tensor.
-        batch_size: reference images per backbone pass.
+        batch_size: reference images per backbone pass; ``None`` (default): 1 on the CPU (a bigger batch is slower
+            there and holds more activations), 8 on a GPU.
         progress: show a progress bar while embedding.
 
     Attributes:
@@ -114,7 +120,7 @@ class PuzzleSimMemory:
         resize: int | tuple[int, int] | None = None,
         precision: Precision = "float32",
         device: torch.device | str | None = None,
-        batch_size: int = 8,
+        batch_size: int | None = None,
         progress: bool = False,
     ) -> None:
         options = PuzzleSimOptions(
@@ -217,7 +223,10 @@ class PuzzleSimMemory:
 
     @property
     def batch_size(self) -> int:
-        return self.options.batch_size
+        """Reference images per backbone pass: the ``batch_size`` given, else the default of :attr:`device`
+        (1 on the CPU, 8 elsewhere; :func:`~scenemetrics.puzzlesim.options.default_batch_size`)."""
+        given = self.options.batch_size
+        return default_batch_size(self.device) if given is None else given
 
     # ------------------------------------------------------------------ construction helpers
     def _check_references(self, references: Tensor | Sequence[Tensor]) -> list[Tensor]:
@@ -289,12 +298,13 @@ class PuzzleSimMemory:
 
         net = self._net()
         dtype = DTYPES[self.precision]
-        meta = copy.deepcopy(net).to("meta")
+        # the network's weights and buffers as data-free meta tensors (no copy of the weights)
+        meta = {name: t.to("meta") for name, t in itertools.chain(net.named_parameters(), net.named_buffers())}
         rows = dict.fromkeys(self.layers, 0)
         channels: dict[int, int] = {}
         for tensor in refs:
             x = self._prepare(torch.empty(1, *tensor.shape[1:], device="meta"))
-            for layer, f in meta(x, self.layers).items():
+            for layer, f in functional_call(net, meta, (x, self.layers)).items():
                 rows[layer] += tensor.shape[0] * f.shape[2] * f.shape[3]
                 channels[layer] = f.shape[1]
         del meta
@@ -312,13 +322,15 @@ class PuzzleSimMemory:
             for tensor in refs:
                 for i in range(0, tensor.shape[0], self.batch_size):
                     x = self._prepare(tensor[i : i + self.batch_size].to(self.device, torch.float32))
-                    feats = net(x, self.layers)
-                    for layer, f in feats.items():
-                        v = unit_rows(f)
-                        out[layer][rows[layer] : rows[layer] + v.shape[0]] = v
-                        rows[layer] += v.shape[0]
-                    del feats
+                    # streamed: each layer goes into the bank as soon as it exists and is then dropped, so the
+                    # batch's transient memory is its largest activation, not every wanted layer at once
+                    for layer, f in net.iter_features(x, self.layers):
+                        n_rows = f.shape[0] * f.shape[2] * f.shape[3]
+                        unit_rows_into(f, out[layer][rows[layer] : rows[layer] + n_rows])
+                        rows[layer] += n_rows
+                        del f
                     bar.update(x.shape[0])
+                    del x
                 self.reference_sizes.extend([(int(tensor.shape[-2]), int(tensor.shape[-1]))] * tensor.shape[0])
         for layer in self.layers:
             assert rows[layer] == out[layer].shape[0]  # the meta pass predicted every feature size

@@ -97,7 +97,7 @@ class PuzzleSim(Metric):
         screening: Screening = "auto",
         search: Search = "exact",
         faiss_options: dict | None = None,
-        batch_size: int = 8,
+        batch_size: int | None = None,
         keep_maps: bool = True,
         **kwargs: Any,
     ) -> None:

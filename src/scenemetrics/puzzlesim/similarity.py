@@ -47,7 +47,7 @@ def puzzle_similarity_map(
     screening: Screening = "auto",
     search: Search = "exact",
     faiss_options: dict | None = None,
-    batch_size: int = 8,
+    batch_size: int | None = None,
     progress: bool = False,
 ) -> Tensor:
     """PuzzleSim maps of test images against unaligned references: ``(B, H, W)`` in [0, 1], high = plausible.
@@ -81,7 +81,8 @@ def puzzle_similarity_map(
             runs the exhaustive search (the reference implementation). The result is exact in every case.
         search: ``"exact"`` or ``"faiss"`` (approximate, optional extra ``[faiss]``; maps <= exact maps).
         faiss_options: e.g. ``{"index": "HNSW32", "ef_search": 128}`` or ``{"index": "IVF1024,Flat", "nprobe": 16}``.
-        batch_size: images per backbone pass when embedding references.
+        batch_size: reference images per backbone pass when embedding references; ``None`` (default): 1 on the
+            CPU, 8 on a GPU.
         progress: progress bar while embedding references.
 
     Returns:
