@@ -88,7 +88,9 @@ def _decode(event) -> torch.Tensor:
 
 def _final_puzzlesim(model: TinySplatModule, scene, weights) -> tuple[float, torch.Tensor]:
     """Independent recomputation: PuzzleSim of the model's eval renders against all training views."""
-    metric = sm.PuzzleSim(scene.train_images, weights_path=weights)
+    # the callback's metric embeds with batch_size=8: the same passes here, so the maps agree to the bit (a
+    # convolution's last bit may depend on the batch, which would move a pixel of the rendered picture)
+    metric = sm.PuzzleSim(scene.train_images, weights_path=weights, batch_size=8)
     with torch.no_grad():
         renders = torch.stack([model.render(v).clamp(0, 1) for v in scene.eval_viewmats])
     metric.update(renders[:1])
@@ -99,10 +101,11 @@ def _final_puzzlesim(model: TinySplatModule, scene, weights) -> tuple[float, tor
 
 def test_tensorboard_readback_references_once_and_monitoring(tmp_path, weights, scene) -> None:
     model = _model(scene)
-    metric = sm.PuzzleSim(weights_path=weights)
+    # batch_size=8: all 6 references in one pass (the CPU default is one image per pass), so "embedded once" is one call
+    metric = sm.PuzzleSim(weights_path=weights, batch_size=8)
     net = sm.puzzlesim.load_backbone("squeezenet1_1", weights, "cpu")  # the cached instance the metric uses
     batch_sizes: list[int] = []
-    # real passes only: the memory infers feature sizes with a copy of the backbone on the meta device (no compute)
+    # real passes only: the memory infers feature sizes by running the backbone on meta tensors (no compute)
     hook = net.register_forward_hook(
         lambda mod, args, out: batch_sizes.append(args[0].shape[0]) if args[0].device.type != "meta" else None
     )

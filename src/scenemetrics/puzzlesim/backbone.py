@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -207,8 +207,18 @@ class PuzzleSimBackbone(nn.Module):
         # frozen forever: a parent module's .train() must not switch this one (the maps are defined in eval mode)
         return super().train(False)
 
-    def forward(self, images01: Tensor, layers: Sequence[int]) -> dict[int, Tensor]:
-        return dict(self.iter_features(images01, layers))
+    def forward(
+        self, images01: Tensor, layers: Sequence[int], sink: Callable[[int, Tensor], None] | None = None
+    ) -> dict[int, Tensor]:
+        """``{layer: (B, C, h, w)}`` for ``layers``; with ``sink``, each map is handed to ``sink(layer, map)`` as
+        soon as it exists and not kept (the returned dict is then empty): the streamed pass of
+        :meth:`iter_features`, still through ``__call__`` so that module hooks see it."""
+        if sink is None:
+            return dict(self.iter_features(images01, layers))
+        for layer, f in self.iter_features(images01, layers):
+            sink(layer, f)
+            del f
+        return {}
 
     def iter_features(self, images01: Tensor, layers: Sequence[int]) -> Iterator[tuple[int, Tensor]]:
         """Yield ``(layer, (B, C, h, w) features)`` for the wanted ``layers`` in network order, streaming.

@@ -318,17 +318,19 @@ class PuzzleSimMemory:
             self._vectors.pop(layer, None)
             rows[layer] = start  # now the write position
         total = sum(t.shape[0] for t in refs)
+
+        def write(layer: int, f: Tensor) -> None:
+            n_rows = f.shape[0] * f.shape[2] * f.shape[3]
+            unit_rows_into(f, out[layer][rows[layer] : rows[layer] + n_rows])
+            rows[layer] += n_rows
+
         with torch.no_grad(), tqdm(total=total, desc="embedding references", disable=not progress) as bar:
             for tensor in refs:
                 for i in range(0, tensor.shape[0], self.batch_size):
                     x = self._prepare(tensor[i : i + self.batch_size].to(self.device, torch.float32))
                     # streamed: each layer goes into the bank as soon as it exists and is then dropped, so the
                     # batch's transient memory is its largest activation, not every wanted layer at once
-                    for layer, f in net.iter_features(x, self.layers):
-                        n_rows = f.shape[0] * f.shape[2] * f.shape[3]
-                        unit_rows_into(f, out[layer][rows[layer] : rows[layer] + n_rows])
-                        rows[layer] += n_rows
-                        del f
+                    net(x, self.layers, sink=write)
                     bar.update(x.shape[0])
                     del x
                 self.reference_sizes.extend([(int(tensor.shape[-2]), int(tensor.shape[-1]))] * tensor.shape[0])
