@@ -65,9 +65,10 @@ class PuzzleSimMemory:
     layers 2-4 need about 138 MB (layer 2: 135 252 x 256) + 2 x 51 MB (layers 3, 4: 33 150 x 384), plus about 69 MB
     for the bf16 screening copy of layer 2 once a CPU search uses it (or about 18 MB for the projection-bound index of
     the default CPU search). The vectors are written in place while embedding (no concatenated copies; each layer
-    goes into the bank as soon as the backbone has produced it), so peak memory while embedding is the bank plus the
-    largest activation of one backbone pass over ``batch_size`` images (about 35 MB per 416x628 image with
-    squeezenet): the CPU default is one image per pass; a bigger ``batch_size`` costs memory in proportion.
+    goes into the bank as soon as the backbone has produced it), so peak memory while embedding is the bank plus at
+    most about twice the largest activation of one backbone pass over ``batch_size`` images (with squeezenet the
+    first convolution's output, about 17 MB per 416x628 image): the CPU default is one image per pass; a bigger
+    ``batch_size`` costs memory in proportion.
 
     Args:
         references: ``(N, 3, h, w)`` tensor, or a sequence of ``(3, h, w)`` / ``(n, 3, h, w)`` tensors whose sizes
