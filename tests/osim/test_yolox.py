@@ -286,6 +286,41 @@ def test_postprocess_threshold_nms_order_and_no_clipping() -> None:
     assert d2.scores.tolist() == pytest.approx([0.9, 0.6])
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"conf_threshold": float("nan")}, "conf_threshold"),  # NaN would silently keep nothing
+        ({"conf_threshold": -0.1}, "conf_threshold"),
+        ({"conf_threshold": True}, "conf_threshold"),
+        ({"conf_threshold": "0.3"}, "conf_threshold"),
+        ({"nms_threshold": 1.5}, "nms_threshold"),
+        ({"nms_threshold": -0.01}, "nms_threshold"),
+        ({"nms_threshold": float("nan")}, "nms_threshold"),
+        ({"ratio": 0.0}, "ratio"),
+        ({"ratio": float("inf")}, "ratio"),
+    ],
+)
+def test_postprocess_and_detect_reject_bad_thresholds(kwargs, name, nano) -> None:
+    raw = _rows([50, 50, 20, 20, 1.0, 0.9, 0.0])
+    with pytest.raises(ValueError, match=f"`{name}`"):
+        postprocess(raw, **kwargs)
+    if name != "ratio":
+        calls: list[int] = []
+        handle = nano.register_forward_pre_hook(lambda *a: calls.append(1))  # the shared detector: removed below
+        try:
+            with pytest.raises(ValueError, match=f"`{name}`"):
+                nano.detect(images(1, 64, 64), **kwargs)
+        finally:
+            handle.remove()
+        assert calls == []  # refused before the network pass
+
+
+def test_postprocess_infinite_threshold_keeps_no_detection() -> None:
+    raw = _rows([50, 50, 20, 20, 1.0, 1.0, 0.0])  # score exactly 1
+    assert len(postprocess(raw, conf_threshold=float("inf"))[0]) == 0
+    assert len(postprocess(raw, conf_threshold=1.0)[0]) == 1
+
+
 # ---------------------------------------------------------------------------------------------- letterbox
 
 

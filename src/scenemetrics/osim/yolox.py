@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ import torchvision
 from torch import Tensor, nn
 
 from scenemetrics import hub
+from scenemetrics.checks import check_number
 from scenemetrics.image import check_images
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "Detections",
     "Letterbox",
     "YOLOXOutput",
+    "check_thresholds",
     "decode_outputs",
     "infer_variant",
     "letterbox",
@@ -480,6 +483,24 @@ def _empty_detections(like: Tensor) -> Detections:
     )
 
 
+def check_thresholds(conf_threshold: float, nms_threshold: float) -> None:
+    """``conf_threshold``: a number >= 0 (``inf`` keeps no detection: scores lie in [0, 1]); ``nms_threshold``:
+    an IoU in [0, 1]. NaN, booleans and other types raise ``ValueError`` naming the argument.
+
+    Example:
+        >>> check_thresholds(float("nan"), 0.45)
+        Traceback (most recent call last):
+        ...
+        ValueError: `conf_threshold` must be a number >= 0 (inf keeps no detection); received nan
+    """
+    ok = isinstance(conf_threshold, numbers.Real) and not isinstance(conf_threshold, bool)
+    if not ok or not float(conf_threshold) >= 0.0:  # NaN fails the comparison
+        raise ValueError(
+            f"`conf_threshold` must be a number >= 0 (inf keeps no detection); received {conf_threshold!r}"
+        )
+    check_number(nms_threshold, "nms_threshold", low=0.0, high=1.0)
+
+
 def postprocess(
     raw: Tensor, *, conf_threshold: float = 0.35, nms_threshold: float = 0.45, ratio: float = 1.0
 ) -> list[Detections]:
@@ -492,9 +513,12 @@ def postprocess(
 
     Args:
         raw: ``(B, N, 5 + C)`` from :func:`decode_outputs` / :meth:`YOLOX.forward`.
-        conf_threshold: minimum score (inclusive).
-        nms_threshold: IoU above which the lower-scored box is suppressed.
-        ratio: the letterbox ratio.
+        conf_threshold: minimum score (inclusive), >= 0; ``inf`` keeps no detection (the raw rows stay available).
+        nms_threshold: IoU above which the lower-scored box is suppressed, in [0, 1].
+        ratio: the letterbox ratio (> 0).
+
+    Raises:
+        ValueError: a bad ``raw`` shape or a bad threshold / ratio (the message names the argument).
 
     Returns:
         One :class:`Detections` per image.
@@ -508,6 +532,8 @@ def postprocess(
     """
     if raw.ndim != 3 or raw.shape[-1] < 6:
         raise ValueError(f"`raw` must have shape (B, N, 5 + C) with C >= 1; received {tuple(raw.shape)}")
+    check_thresholds(conf_threshold, nms_threshold)
+    check_number(ratio, "ratio", low=0.0, low_open=True)
     out = []
     for pred in raw:
         xy, wh = pred[:, 0:2], pred[:, 2:4]
@@ -738,6 +764,7 @@ class YOLOX(nn.Module):
         Returns:
             A :class:`YOLOXOutput`; boxes are given in original-image pixels and in letterbox pixels.
         """
+        check_thresholds(conf_threshold, nms_threshold)  # before any work
         x = check_images(images, "images", check_range=quantize)
         lb = letterbox_tensor(x.to(self.device), input_size or self.input_size, quantize)
         return self.detect_letterbox(lb, conf_threshold=conf_threshold, nms_threshold=nms_threshold, layers=layers)
@@ -751,6 +778,7 @@ class YOLOX(nn.Module):
         layers: Sequence[str] = ("dark5",),
     ) -> YOLOXOutput:
         """:meth:`detect` on an already letterboxed batch (see :func:`letterbox`), without gradients."""
+        check_thresholds(conf_threshold, nms_threshold)  # before the network pass
         with torch.no_grad():
             feats, raw = self._features(lb.canvas, tuple(layers), need_head=True)
         dets = postprocess(raw, conf_threshold=conf_threshold, nms_threshold=nms_threshold, ratio=lb.ratio)
