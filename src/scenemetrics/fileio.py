@@ -17,14 +17,25 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 from pathlib import Path
 
 __all__ = ["atomic_write_bytes", "atomic_write_text"]
 
 
+_UMASK_LOCK = threading.Lock()
+
+
 def _umask() -> int:
-    mask = os.umask(0)  # reading the umask means setting it; put it back at once
-    os.umask(mask)
+    """The process's umask, read without changing it where the OS allows (Linux: ``/proc/self/status``);
+    elsewhere set-and-restore under a lock (another thread creating a file in between could still see 0)."""
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status", encoding="ascii", errors="replace") as f:
+        for line in f:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    with _UMASK_LOCK:
+        mask = os.umask(0)  # reading the umask means setting it; put it back at once
+        os.umask(mask)
     return mask
 
 
