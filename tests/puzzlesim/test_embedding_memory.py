@@ -82,6 +82,8 @@ def test_unit_rows_into_equals_unit_rows():
     assert torch.equal(half, unit_rows(f).half())
     with pytest.raises(ValueError, match=r"`out` must have shape \(90, 7\)"):
         unit_rows_into(f, torch.empty(89, 7))
+    with pytest.raises(ValueError, match=r"`out` must be contiguous"):
+        unit_rows_into(f, torch.empty(7, 90).T)
 
 
 def test_default_batch_size_is_one_image_on_the_cpu(squeeze_ckpt, monkeypatch):

@@ -78,6 +78,8 @@ def unit_rows_into(f: Tensor, out: Tensor) -> Tensor:
         raise ValueError(
             f"`out` must have shape {(b * h * w, c)} for features of shape {tuple(f.shape)}; got {tuple(out.shape)}"
         )
+    if not out.is_contiguous():
+        raise ValueError("`out` must be contiguous (e.g. a row range of a contiguous matrix)")
     if out.dtype != f.dtype:
         per = h * w
         for i in range(b):
