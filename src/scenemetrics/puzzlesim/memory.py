@@ -67,7 +67,7 @@ class PuzzleSimMemory:
     the default CPU search). The vectors are written in place while embedding (no concatenated copies; each layer
     goes into the bank as soon as the backbone has produced it), so peak memory while embedding is the bank plus at
     most about twice the largest activation of one backbone pass over ``batch_size`` images (with squeezenet the
-    first convolution's output, about 17 MB per 416x628 image): the CPU default is one image per pass; a bigger
+    first convolution's output, about 16 MB per 416x628 image): the CPU default is one image per pass; a bigger
     ``batch_size`` costs memory in proportion.
 
     Args:
