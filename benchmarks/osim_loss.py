@@ -23,7 +23,7 @@ import torch
 
 
 def bench(device: torch.device, variant: str, layer: str, repeats: int, ckpt: Path) -> dict:
-    from scenemetrics.losses.osim import OSIMLoss
+    from scenemetrics.osim.loss import OSIMLoss
     from scenemetrics.osim.yolox import YOLOX, synthetic_images
 
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)

@@ -71,7 +71,7 @@ def test_yolox_weights_path_refuses_the_payload(nano_trojan, marker):
 def test_osim_metric_loss_and_functional_refuse_the_payload(nano_trojan, marker):
     import scenemetrics as sm
     from scenemetrics.osim import osim
-    from scenemetrics.osim.functional import clear_detector_cache
+    from scenemetrics.osim.detector import clear_detector_cache
 
     clear_detector_cache()
     x = torch.rand(1, 3, 32, 32)
@@ -135,6 +135,7 @@ def test_puzzlesim_paths_refuse_the_payload(tmp_path, marker, monkeypatch):
 def test_other_loaders_refuse_the_payload(tmp_path, marker):
     """LPIPS backbones (evaluation), the PRISM pickled projection and the LaMa TorchScript path."""
     from scenemetrics.evaluation.registry import lpips_checkpoint
+
     from scenemetrics.inpainting.inpainters import LaMaInpainter
 
     bad = trojan(tmp_path / "alexnet.pth", {"features.0.weight": torch.zeros(1)}, marker, wrap=False)

@@ -1,14 +1,29 @@
-"""The built-in metrics' factories, requirements and ``update`` arguments; their table is :mod:`scenemetrics.registry`.
+"""The built-in metrics: each one's adapter (options, inputs, dispatch, pictures) and its factory, in one place.
 
-The registry names these functions as ``"scenemetrics.builtin_metrics:<function>"`` strings, so nothing here (nor
-any room) is imported until a metric is built or checked. Each factory imports its room, and the room's extras,
-only when called.
+:mod:`scenemetrics.registry` imports this module the first time a metric is looked up. A new option of a built-in
+metric goes into its ``options=[Option(...)]`` list below, and nowhere else: the factory reads it from
+``config.options`` / ``config.kwargs``, and the ``scenemetrics eval`` flags, the nerfstudio config fields, the result
+fingerprint and the table of options in ``docs/eval.md`` all follow from that list. Each factory imports its metric
+family's package, and that package's extras, only when called.
+
+=============  ===========================================================  ===========================  =====
+name           metric                                                       inputs / update              best
+=============  ===========================================================  ===========================  =====
+``psnr``       torchmetrics ``PeakSignalNoiseRatio(data_range=1, dim=CHW)``  gt / paired                 high
+``ssim``       torchmetrics ``StructuralSimilarityIndexMeasure(data_range=1)``  gt / paired              high
+``lpips``      torchmetrics ``LearnedPerceptualImagePatchSimilarity``       gt / paired                  low
+``puzzlesim``  ``scenemetrics.PuzzleSim`` (training views as references)    train / references, map      high
+``osim``       ``scenemetrics.OSIM``                                        gt / paired, objects         high
+``prism``      ``scenemetrics.PRISMDistance``                               gt, cameras / prism_distance low
+``prism_mmd``  ``scenemetrics.PRISMMMD`` (anchors from ``anchors=`` file)   cameras / prism_mmd          low
+=============  ===========================================================  ===========================  =====
 
 Example:
-    >>> from scenemetrics.builtin_metrics import build_psnr
-    >>> from scenemetrics.registry import MetricConfig
-    >>> type(build_psnr(MetricConfig("psnr", {}, "cpu"))).__name__
+    >>> from scenemetrics.registry import MetricConfig, get_metric
+    >>> type(get_metric("psnr").build(MetricConfig("psnr", {}, "cpu"))).__name__
     'PeakSignalNoiseRatio'
+    >>> [o.key for o in get_metric("osim").options]
+    ['detector', 'weights', 'conf', 'nms', 'layer', 'saliency']
 """
 
 from __future__ import annotations
@@ -23,7 +38,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from scenemetrics.registry import MetricConfig, ViewItem, adapter_for, update_arguments
+from scenemetrics.registry import MetricConfig, Option, register_metric
 
 __all__ = [
     "build_lpips",
@@ -35,8 +50,6 @@ __all__ = [
     "build_ssim",
     "lpips_checkpoint",
     "osim_requirement",
-    "prism_arguments",
-    "prism_mmd_requirement",
     "prism_requirement",
 ]
 
@@ -44,13 +57,13 @@ _LPIPS_BACKBONES = MappingProxyType({"alex": "alexnet", "vgg": "vgg16", "squeeze
 """torchmetrics LPIPS ``net_type`` -> torchvision architecture (= hub key ``puzzlesim/<arch>``)."""
 
 
-def _room_requirement(module: str, attr: str, room: str, extras: Sequence[tuple[str, str]] = ()) -> Callable:
+def _package_requirement(module: str, attr: str, family: str, extras: Sequence[tuple[str, str]] = ()) -> Callable:
     def check(config: MetricConfig) -> str | None:
         try:
             mod = importlib.import_module(module)
             getattr(mod, attr)
         except (ImportError, AttributeError) as err:
-            return f"the {room} room is not part of this installation ({module}.{attr}: {err})"
+            return f"the {family} metrics are not part of this installation ({module}.{attr}: {err})"
         missing = [pkg for pkg, _ in extras if importlib.util.find_spec(pkg) is None]
         if missing:
             extra = extras[0][1]
@@ -66,16 +79,44 @@ def _random_torchvision(arch: str, config: MetricConfig) -> str:
     return str(random_checkpoint(arch, config.work_dir / f"{config.name}-{arch}-random.pth"))
 
 
+# ---- psnr, ssim (torchmetrics) ---------------------------------------------------------------------------------------
+
+
 def build_psnr(config: MetricConfig) -> Any:
+    """torchmetrics PSNR over each image (data range 1), averaged over images."""
     from torchmetrics.image import PeakSignalNoiseRatio
 
     return PeakSignalNoiseRatio(data_range=1.0, dim=(1, 2, 3), reduction="elementwise_mean")
 
 
 def build_ssim(config: MetricConfig) -> Any:
+    """torchmetrics SSIM (Gaussian 11x11, sigma 1.5, data range 1)."""
     from torchmetrics.image import StructuralSimilarityIndexMeasure
 
     return StructuralSimilarityIndexMeasure(data_range=1.0)
+
+
+register_metric(
+    "psnr",
+    build_psnr,
+    inputs=("gt",),
+    higher_is_better=True,
+    description="PSNR (dB) of each render vs its ground truth, averaged over views (torchmetrics, data range 1)",
+    update="paired",
+    metric_class="torchmetrics.image.psnr:PeakSignalNoiseRatio",
+)
+register_metric(
+    "ssim",
+    build_ssim,
+    inputs=("gt",),
+    higher_is_better=True,
+    description="SSIM (Gaussian 11x11, sigma 1.5) of each render vs its ground truth, averaged (torchmetrics)",
+    update="paired",
+    metric_class="torchmetrics.image.ssim:StructuralSimilarityIndexMeasure",
+)
+
+
+# ---- lpips (torchmetrics, backbone through the scenemetrics hub) -----------------------------------------------------
 
 
 def lpips_checkpoint(net: str, weights_path: str | os.PathLike | None, work_dir: str | os.PathLike) -> Path:
@@ -135,14 +176,13 @@ def lpips_checkpoint(net: str, weights_path: str | os.PathLike | None, work_dir:
 
 
 def build_lpips(config: MetricConfig) -> Any:
+    """torchmetrics LPIPS on the backbone checkpoint the scenemetrics hub resolves (:func:`lpips_checkpoint`)."""
     import torch.hub
     from torchmetrics.image import LearnedPerceptualImagePatchSimilarity
 
     from scenemetrics import hub
 
-    net = str(config.options.get("net", "alex"))
-    if net not in _LPIPS_BACKBONES:
-        raise ValueError(f"lpips `net` must be one of {', '.join(_LPIPS_BACKBONES)}; received {net!r}")
+    net = config.options.get("net", "alex")
     arch = _LPIPS_BACKBONES[net]
     weights = config.options.get("weights")
     if config.random_weights:
@@ -171,50 +211,138 @@ def build_lpips(config: MetricConfig) -> Any:
         torch.hub.set_dir(old_dir)
 
 
+register_metric(
+    "lpips",
+    build_lpips,
+    options=[
+        Option("net", str, "alex", "LPIPS backbone", argument="net_type", choices=tuple(_LPIPS_BACKBONES)),
+        Option(
+            "weights", Path, None, "torchvision checkpoint of the backbone (file or folder)", argument="weights_path"
+        ),
+    ],
+    inputs=("gt",),
+    higher_is_better=False,
+    description="LPIPS (torchmetrics; backbone weights through the scenemetrics hub), averaged over views",
+    update="paired",
+    metric_class="torchmetrics.image.lpip:LearnedPerceptualImagePatchSimilarity",
+)
+
+
+# ---- puzzlesim ------------------------------------------------------------------------------------------------------
+
+
 def build_puzzlesim(config: MetricConfig) -> Any:
+    """:class:`scenemetrics.PuzzleSim` keeping its maps (``last_maps``) for the pictures."""
     from scenemetrics.puzzlesim import PuzzleSim
-    from scenemetrics.puzzlesim.backbone import canonical_backbone
 
-    backbone = canonical_backbone(str(config.options.get("backbone", "squeezenet1_1")))
-    weights = _random_torchvision(backbone, config) if config.random_weights else config.options.get("weights")
-    kwargs: dict[str, Any] = {}
-    for key in ("layers", "layer_weights", "resize", "chunk_size"):
-        if config.options.get(key) is not None:
-            kwargs[key] = config.options[key]
-    return PuzzleSim(backbone=backbone, weights_path=weights, keep_maps=True, **kwargs)
+    kwargs = dict(config.kwargs)
+    if config.random_weights:
+        kwargs["weights_path"] = _random_torchvision(kwargs.get("backbone", "squeezenet1_1"), config)
+    return PuzzleSim(keep_maps=True, **kwargs)
 
+
+register_metric(
+    "puzzlesim",
+    build_puzzlesim,
+    options=[
+        Option(
+            "backbone", str, "squeezenet1_1", "feature backbone", choices="scenemetrics.puzzlesim.backbone:BACKBONES"
+        ),
+        Option("weights", Path, None, "backbone checkpoint (file or folder)", argument="weights_path"),
+        Option("layers", list[int], [2, 3, 4], "backbone slices compared (0-based LPIPS slices)", low=0),
+        Option("layer_weights", list[float], [0.67, 0.2, 0.13], "weight of each layer's map (one per layer)", low=0),
+        Option("resize", int | list[int], None, "resize every image to this side, or [h, w], first", low=1),
+        Option("chunk_size", int, None, "similarities computed at once (bounds the memory)", low=1, scores=False),
+    ],
+    inputs=("train",),
+    higher_is_better=True,
+    description="PuzzleSim mean map value of each render against the scene's training views (no ground truth)",
+    update="references",
+    metric_class="scenemetrics.puzzlesim.metric:PuzzleSim",
+    pictures=("map",),
+)
+
+
+# ---- osim -----------------------------------------------------------------------------------------------------------
 
 _OSIM_RANDOM_DETECTOR = "yolox_nano"
-_OSIM_OPTIONS = (("conf", "conf_threshold"), ("nms", "nms_threshold"), ("layer", "layer"), ("saliency", "saliency"))
 
 
 def build_osim(config: MetricConfig) -> Any:
+    """:class:`scenemetrics.OSIM`; with random weights a random ``yolox_nano`` unless ``detector`` names another."""
     osim = importlib.import_module("scenemetrics.osim")
-    opts = config.options
-    detector = str(opts.get("detector") or (_OSIM_RANDOM_DETECTOR if config.random_weights else "yolox_x"))
-    weights = opts.get("weights")
+    kwargs = dict(config.kwargs)
+    kwargs.setdefault("detector", _OSIM_RANDOM_DETECTOR if config.random_weights else "yolox_x")
     if config.random_weights:
-        weights = str(osim.random_checkpoint(detector, config.work_dir / f"osim-{detector}-random.pth"))
-    kwargs: dict[str, Any] = {}
-    for key, arg in _OSIM_OPTIONS:
-        if opts.get(key) is not None:
-            kwargs[arg] = opts[key]
-    return osim.OSIM(detector=detector, weights_path=weights, **kwargs)
+        detector = kwargs["detector"]
+        kwargs["weights_path"] = str(osim.random_checkpoint(detector, config.work_dir / f"osim-{detector}-random.pth"))
+    return osim.OSIM(**kwargs)
 
+
+osim_requirement = _package_requirement("scenemetrics.osim", "OSIM", "OSIM")
+"""Why OSIM cannot run here (its package missing), or ``None``."""
+
+register_metric(
+    "osim",
+    build_osim,
+    options=[
+        Option(
+            "detector",
+            str,
+            "yolox_x",
+            "YOLOX variant (yolox_nano with random weights)",
+            choices="scenemetrics.osim.yolox:YOLOX_VARIANTS",
+        ),
+        Option("weights", Path, None, "YOLOX checkpoint (file or folder)", argument="weights_path"),
+        Option("conf", float, 0.35, "detection confidence threshold", argument="conf_threshold", low=0, high=1),
+        Option("nms", float, 0.45, "NMS IoU threshold", argument="nms_threshold", low=0, high=1),
+        Option("layer", str, "dark5", "feature map compared", choices="scenemetrics.osim.yolox:FEATURE_LAYERS"),
+        Option(
+            "saliency",
+            str,
+            "gbvs",
+            "saliency weighting of the objects",
+            choices="scenemetrics.osim.options:SALIENCY_MODES",
+        ),
+    ],
+    inputs=("gt",),
+    higher_is_better=True,
+    description="OSIM scene score (objects detected on the ground truth, pooled per class over the scene's views)",
+    requires=osim_requirement,
+    per_view=False,
+    update="paired",
+    metric_class="scenemetrics.osim.metric:OSIM",
+    pictures=("objects",),
+    overlay="scenemetrics.osim:low_objects_picture",
+    class_names="scenemetrics.osim:COCO_CLASSES",
+)
+
+
+# ---- prism, prism_mmd -----------------------------------------------------------------------------------------------
 
 _PRISM_EXTRACTOR_OPTIONS = ("timestep", "noise_seed", "image_size", "revision", "variant")
+_PRISM_OPTIONS = (
+    Option("model", Path, None, "Zero123 diffusers folder or hub id (default: scenemetrics.prism.DEFAULT_MODEL)"),
+    Option("head", Path, None, "trained projection head (.safetensors); not given: raw mode (warned)"),
+    Option("center_crop", bool, False, "crop source, render and ground truth to their centred square (non-square)"),
+    Option("timestep", int, 0, "the one diffusion timestep of the features", low=0),
+    Option("noise_seed", int, 0, "seed of the shared noise sample"),
+    Option("image_size", int, 256, "side of the square images the model sees (a multiple of 64)", low=64),
+    Option("revision", str, None, "hub revision of the model"),
+    Option("variant", str, None, "hub weights variant of the model (e.g. fp16)"),
+)
 
 
 def _prism_parts(config: MetricConfig) -> tuple[Any, Any]:
     prism = importlib.import_module("scenemetrics.prism")
-    model = config.options.get("model")
-    kwargs = {k: config.options[k] for k in _PRISM_EXTRACTOR_OPTIONS if config.options.get(k) is not None}
-    extractor = prism.Zero123Features.from_pretrained(model, device=config.device, resize=True, **kwargs)
+    kwargs = {k: config.options[k] for k in _PRISM_EXTRACTOR_OPTIONS if k in config.options}
+    extractor = prism.Zero123Features.from_pretrained(
+        config.options.get("model"), device=config.device, resize=True, **kwargs
+    )
     head_path = config.options.get("head")
     if head_path is None:
         warnings.warn(
-            f"{config.name}: no {config.flag('head', '--prism-head')} given, so PRISM runs in raw mode (normalised "
-            "Zero123 features): "
+            f"{config.name}: no {config.flag('head')} given, so PRISM runs in raw mode (normalised Zero123 features): "
             "untrained diffusion-feature scores, not PRISM as published",
             UserWarning,
             stacklevel=2,
@@ -224,53 +352,67 @@ def _prism_parts(config: MetricConfig) -> tuple[Any, Any]:
 
 
 def build_prism(config: MetricConfig) -> Any:
+    """:class:`scenemetrics.PRISMDistance` on Zero123 features (``model``) and a trained ``head`` (or raw mode)."""
     prism = importlib.import_module("scenemetrics.prism")
     extractor, head = _prism_parts(config)
     return prism.PRISMDistance(extractor, head)
 
 
 def build_prism_mmd(config: MetricConfig) -> Any:
+    """:class:`scenemetrics.PRISMMMD` against the ``anchors`` file."""
     prism = importlib.import_module("scenemetrics.prism")
     extractor, head = _prism_parts(config)
     return prism.PRISMMMD(extractor, head, anchors=config.options["anchors"])
 
 
-def _center_square(x: Any) -> Any:
-    h, w = x.shape[-2:]
-    s = min(h, w)
-    top, left = (h - s) // 2, (w - s) // 2
-    return x[..., top : top + s, left : left + s]
-
-
-def prism_arguments(metric: Any, item: ViewItem, options: Mapping[str, Any]) -> tuple:
-    """PRISM's ``update`` arguments; with the ``center_crop`` option every image is cropped to a centred square."""
-    args = update_arguments(adapter_for(metric).update_kind(metric), item)
-    if options.get("center_crop"):
-        args = tuple(_center_square(a) if i < len(args) - 1 else a for i, a in enumerate(args))
-    return args
-
-
-_PRISM_ROOM = _room_requirement(
+_PRISM_PACKAGE = _package_requirement(
     "scenemetrics.prism", "PRISMDistance", "PRISM", (("diffusers", "prism"), ("transformers", "prism"))
 )
 
 
 def prism_requirement(config: MetricConfig) -> str | None:
-    reason = _PRISM_ROOM(config)
+    """Why PRISM cannot run here (package or extra missing; random weights without a local ``model``), or ``None``."""
+    reason = _PRISM_PACKAGE(config)
     if reason is None and config.random_weights and config.options.get("model") is None:
-        reason = "PRISM has no random-weight helper; with --random-weights pass a local Zero123 folder (--prism-model)"
+        flag = config.flag("model")
+        reason = f"PRISM has no random-weight helper; with --random-weights pass a local Zero123 folder ({flag})"
     return reason
 
 
-def prism_mmd_requirement(config: MetricConfig) -> str | None:
-    reason = prism_requirement(config)
-    if reason is None and config.options.get("anchors") is None:
-        reason = (
-            "needs an anchor file of ground-truth triplet embeddings (--prism-anchors FILE, e.g. from "
-            "`scenemetrics prism embed ... --anchors-out FILE`)"
-        )
-    return reason
-
-
-osim_requirement = _room_requirement("scenemetrics.osim", "OSIM", "OSIM")
-"""Why OSIM cannot run here (its room missing), or ``None``."""
+_PRISM_ADAPTER = {
+    "family": "prism",
+    "higher_is_better": False,
+    "requires": prism_requirement,
+    "square": True,
+    "pose": "scenemetrics.prism:camera_pose",
+}
+register_metric(
+    "prism",
+    build_prism,
+    options=_PRISM_OPTIONS,
+    inputs=("gt", "cameras"),
+    description="PRISM distance D in [0, 1] between (source, pose, render) and (source, pose, ground truth)",
+    update="prism_distance",
+    metric_class="scenemetrics.prism.metric:PRISMDistance",
+    **_PRISM_ADAPTER,
+)
+register_metric(
+    "prism_mmd",
+    build_prism_mmd,
+    options=(
+        *_PRISM_OPTIONS,
+        Option(
+            "anchors",
+            Path,
+            None,
+            "anchor embeddings of ground-truth triplets, from `scenemetrics prism embed ... --anchors-out FILE`",
+            required=True,
+        ),
+    ),
+    inputs=("cameras",),
+    description="PRISM MMD^2 between the (source, pose, render) embeddings and an anchor set of ground-truth triplets",
+    per_view=False,
+    update="prism_mmd",
+    metric_class="scenemetrics.prism.metric:PRISMMMD",
+    **_PRISM_ADAPTER,
+)

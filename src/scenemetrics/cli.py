@@ -26,43 +26,9 @@ import traceback
 import warnings
 from collections.abc import Iterator, Sequence
 
-# the helpers every subcommand shares live in ``scenemetrics.cliutils``; re-exported here, where they used to live
-from scenemetrics.cliutils import (
-    RANDOM_BANNER,
-    CLIError,
-    add_device_arg,
-    add_distributed_args,
-    add_out_arg,
-    add_quiet_arg,
-    add_weights_arg,
-    announce,
-    progress,
-    random_weights_banner,
-    resolve_device,
-    show_progress,
-    weights_message,
-    write_json,
-)
+from scenemetrics.cliutils import UsageError, weights_message
 
-__all__ = [
-    "RANDOM_BANNER",
-    "ROOM_CLIS",
-    "CLIError",
-    "add_device_arg",
-    "add_distributed_args",
-    "add_out_arg",
-    "add_quiet_arg",
-    "add_weights_arg",
-    "announce",
-    "build_parser",
-    "main",
-    "progress",
-    "random_weights_banner",
-    "resolve_device",
-    "show_progress",
-    "weights_message",
-    "write_json",
-]
+__all__ = ["ROOM_CLIS", "build_parser", "main"]
 
 ROOM_CLIS = (
     "scenemetrics.demo",
@@ -151,20 +117,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return 2
-    failure: str | None = None
+    failure: str | None = None  # the last line on stderr, after the warnings
+    code: int | None = 1
     with _deferred_warnings() as caught:
         try:
             code = args.func(args)
         except KeyboardInterrupt:
-            failure = "interrupted"
+            failure = "scenemetrics: interrupted"
+        except UsageError as err:
+            failure, code = f"scenemetrics {args.command}: error: {err}", 2
         except Exception as err:
             if os.environ.get("SCENEMETRICS_DEBUG", "").strip() not in ("", "0"):
                 traceback.print_exc()
-            failure = f"error: {_error_text(err, args)}"
+            failure, code = f"scenemetrics: error: {_error_text(err, args)}", 1
     _print_warnings(caught, program=argv is None)
-    if failure is not None:  # the last line on stderr, after the warnings
-        print(f"scenemetrics: {failure}", file=sys.stderr)
-        return 1
+    if failure is not None:
+        print(failure, file=sys.stderr)
+        return 2 if code == 2 else 1
     return int(code or 0)
 
 

@@ -30,6 +30,7 @@ from scenemetrics.jsonio import write_json
 __all__ = [
     "RANDOM_BANNER",
     "CLIError",
+    "UsageError",
     "add_device_arg",
     "add_distributed_args",
     "add_out_arg",
@@ -53,6 +54,11 @@ RANDOM_BANNER = (
 
 class CLIError(Exception):
     """An error to report as one line on stderr with exit code 1."""
+
+
+class UsageError(CLIError):
+    """A usage error found after the arguments were parsed (an option the metric does not have, a plugin that does not
+    import): one line on stderr with exit code 2, like argparse's own usage errors."""
 
 
 def add_out_arg(parser: argparse.ArgumentParser, default: str | None = None) -> None:

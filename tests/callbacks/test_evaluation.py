@@ -14,8 +14,9 @@ import torchmetrics
 
 import scenemetrics as sm
 from scenemetrics.callbacks import RenderedView
-from scenemetrics.callbacks.evaluation import MetricRunner, evenly_spaced, map_image, metric_kind, scalars_from_value
+from scenemetrics.callbacks.evaluation import MetricRunner, evenly_spaced, map_image, scalars_from_value
 from scenemetrics.callbacks.views import as_rendered_view, prepare_view
+from scenemetrics.registry import MetricConfig, metric_kind
 from scenemetrics.viz import apply_colormap, map_picture, robust_range, to_uint8
 from tests.utils.standin_metrics import OSIM, PRISMMMD, MeanRender, PRISMDistance
 
@@ -51,7 +52,7 @@ def test_dispatch_scalars_and_images(weights, monkeypatch) -> None:
         return types.SimpleNamespace(image=torch.full((3, *image.shape[-2:]), 7, dtype=torch.uint8))
 
     monkeypatch.setattr(sm.osim, "low_objects_picture", fake_draw, raising=False)
-    views = _views(3)
+    views = _views(3, size=(24, 24))  # square: the PRISM stand-ins are declared square, as PRISM is
     refs = torch.rand(5, 3, 24, 32, generator=torch.Generator().manual_seed(9))
     metrics = {
         "puzzlesim": sm.PuzzleSim(refs, weights_path=weights),
@@ -71,8 +72,8 @@ def test_dispatch_scalars_and_images(weights, monkeypatch) -> None:
     result = _run(runner, views)
 
     # PRISM stand-ins got (source, pred[, target], pose) with the (3,H,W) source unsqueezed to a batch
-    assert metrics["prism_mmd"].calls == [((1, 3, 24, 32), (1, 3, 24, 32), (3,))] * 3
-    assert metrics["prism"].calls == [((1, 3, 24, 32), (1, 3, 24, 32), (1, 3, 24, 32), (3,))] * 3
+    assert metrics["prism_mmd"].calls == [((1, 3, 24, 24), (1, 3, 24, 24), (3,))] * 3
+    assert metrics["prism"].calls == [((1, 3, 24, 24), (1, 3, 24, 24), (1, 3, 24, 24), (3,))] * 3
     renders = torch.stack([v.render for v in views])
     targets = torch.stack([v.target for v in views])
     mse = ((renders.double() - targets.double()) ** 2).mean()
@@ -111,7 +112,7 @@ def test_dispatch_scalars_and_images(weights, monkeypatch) -> None:
     assert all(d[3] == pytest.approx(result.scalars["scenemetrics/osim"]) for d in drawn)
     assert "objects below the scene score" in drawn[0][4]
     assert torch.equal(drawn[0][0], views[0].render)
-    assert torch.equal(result.images["scenemetrics/osim/overlay/0"], torch.full((3, 24, 32), 7, dtype=torch.uint8))
+    assert torch.equal(result.images["scenemetrics/osim/overlay/0"], torch.full((3, 24, 24), 7, dtype=torch.uint8))
 
 
 def test_second_evaluation_resets_and_no_images_when_not_collecting(weights) -> None:
@@ -152,6 +153,35 @@ def test_update_fn_gets_device_tensors_and_false_means_skipped() -> None:
         result = _run(runner, _views(2))
     assert "scenemetrics/mean" not in result.scalars
     assert seen == [(torch.Size([1, 3, 24, 32]), torch.Size([1, 3, 24, 32]), True, ["pose", "source"])] * 2
+
+
+def test_square_metrics_skip_or_crop_non_square_views_and_take_cameras() -> None:
+    views = _views(2)  # 24 x 32
+    prism = PRISMDistance()
+    runner = MetricRunner({"prism": prism})
+    with pytest.warns(UserWarning) as record:
+        result = _run(runner, views)
+    messages = [str(w.message) for w in record]
+    assert sum("metric 'prism' needs square views; view '0' is 32x24 (option 'center_crop'" in m for m in messages) == 1
+    assert prism.calls == [] and "scenemetrics/prism/mean" not in result.scalars
+    # with the center_crop option (as eval and the nerfstudio callback pass it) every image is cropped, pose kept
+    crop = MetricRunner({"prism": prism}, configs={"prism": MetricConfig("prism", {"center_crop": True}, None)})
+    _run(crop, views)
+    assert prism.calls == [((1, 3, 24, 24), (1, 3, 24, 24), (1, 3, 24, 24), (3,))] * 2
+    source, pred = prism.inputs[0][:2]
+    assert torch.equal(pred[0], views[0].render[:, :, 4:28]) and torch.equal(
+        source[0], views[0].extras["source"][:, :, 4:28]
+    )
+    # cameras instead of a pose: the adapter turns them into the pose (the prism package's camera_pose)
+    cams = (torch.eye(4), torch.tensor([[1.0, 0, 0, 0], [0, 1, 0, 2], [0, 0, 1, 0], [0, 0, 0, 1]]))
+    square = [
+        RenderedView(v.render[..., :24], v.target[..., :24], {"source": v.extras["source"][..., :24], "cameras": cams})
+        for v in views
+    ]
+    prism.calls.clear()
+    prism.inputs.clear()
+    _run(MetricRunner({"prism": prism}), square)
+    assert torch.equal(prism.inputs[0][3], sm.prism.camera_pose(*cams))
 
 
 def test_missing_extras_key_names_metric_and_key() -> None:

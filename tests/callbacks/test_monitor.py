@@ -94,7 +94,7 @@ def test_wandb_run_gets_one_row_per_evaluation():
     monitor = SceneMetricsMonitor({"mse": torchmetrics.MeanSquaredError()}, every_n_steps=2, logger=run,
                                   log_renders=True)  # fmt: skip
     monitor.maybe_log(2, lambda: [(torch.zeros(1, 3, 4, 4), torch.ones(1, 3, 4, 4))])
-    (step, row), = run.rows
+    ((step, row),) = run.rows
     assert step == 2 and row["scenemetrics/mse"] == 1.0
     assert isinstance(row["scenemetrics/render/0"], wandb.Image)
 
@@ -110,8 +110,25 @@ def _load_example():
 def test_example_loop_writes_tensorboard_events(tmp_path):
     event_accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
     example = _load_example()
-    monitor = example.main(["--steps", "4", "--every-n-steps", "2", "--gaussians", "24", "--size", "24",
-                            "--train-views", "3", "--eval-views", "2", "--random-weights", "--out", str(tmp_path)])
+    monitor = example.main(
+        [
+            "--steps",
+            "4",
+            "--every-n-steps",
+            "2",
+            "--gaussians",
+            "24",
+            "--size",
+            "24",
+            "--train-views",
+            "3",
+            "--eval-views",
+            "2",
+            "--random-weights",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert monitor.num_evaluations == 2
     acc = event_accumulator.EventAccumulator(str(tmp_path), size_guidance={"images": 0, "scalars": 0})
     acc.Reload()

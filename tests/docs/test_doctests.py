@@ -20,7 +20,6 @@ SLOW = {
     "scenemetrics.callbacks.lightning",
     "scenemetrics.callbacks.nerfstudio",
     "scenemetrics.inpainting.loop",
-    "scenemetrics.losses.osim",
     "scenemetrics.osim.functional",
     "scenemetrics.osim.metric",
     "scenemetrics.osim.saliency",

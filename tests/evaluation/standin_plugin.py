@@ -1,6 +1,6 @@
 """A stand-in metric registered by the evaluation tests (``--plugin tests/evaluation/standin_plugin.py``).
 
-``standin`` is the mean absolute error of render and ground truth (float64, per image, averaged). Its update logs
+``standin`` is the mean absolute error of render and ground truth (float64, per image, averaged). Its ``feed`` logs
 ``<method>/<scene> <view> <pid>`` to the file named by the ``log`` option and sleeps ``delay`` seconds, so tests can
 count which units were computed and kill a run midway. After each update it exposes a ``last_result`` with four
 "objects" (the image quadrants, r = 1 - quadrant MAE) like OSIM's, which exercises the report's violin plots.
@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import torch
 from torchmetrics import Metric
 
-from scenemetrics.evaluation import register_metric
+from scenemetrics.registry import Option, register_metric
 
 
 class StandInMAE(Metric):
@@ -47,12 +48,12 @@ class StandInMAE(Metric):
         return (self.abs_sum / self.count).float()
 
 
-def _arguments(metric: Metric, item, options) -> tuple:
-    log = options.get("log")
+def _feed(metric: Metric, item, config) -> tuple:
+    log = config.options.get("log")
     if log:
         with open(log, "a") as f:
             f.write(f"{item.unit} {item.name} {os.getpid()}\n")
-    delay = float(options.get("delay", 0.0))
+    delay = config.options.get("delay", 0.0)
     if delay:
         time.sleep(delay)
     return (item.render, item.target)
@@ -64,8 +65,11 @@ register_metric(
     inputs=("gt",),
     higher_is_better=False,
     description="stand-in: mean absolute error (tests)",
-    arguments=_arguments,
-    fingerprint_options=(),
+    feed=_feed,
+    options=[
+        Option("log", Path, None, "file each update appends '<unit> <view> <pid>' to", scores=False),
+        Option("delay", float, 0.0, "seconds each update sleeps", low=0, scores=False),
+    ],
 )
 register_metric(
     "standin_scene",
@@ -74,5 +78,4 @@ register_metric(
     higher_is_better=False,
     description="stand-in without per-view values: only update() and one compute() per scene (tests)",
     per_view=False,
-    fingerprint_options=(),
 )

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from scenemetrics.cli import main
-from scenemetrics.evaluation.runner import RESULTS_FILE
+from scenemetrics.evaluation.records import RESULTS_FILE
 
 from .conftest import METHODS, PLUGIN, PYTHON, SCENES, VIEWS, read_csv, read_jsonl, subprocess_env
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import warnings
 from pathlib import Path
@@ -10,12 +11,14 @@ import pytest
 import torch
 import torchmetrics
 
-from scenemetrics import builtin_metrics as registry
-from scenemetrics import hub
-from scenemetrics.evaluation.registry import (
+from scenemetrics import builtin_metrics, hub
+from scenemetrics.puzzlesim import random_checkpoint
+from scenemetrics.registry import (
     MetricConfig,
+    Option,
+    UnusableViewError,
     ViewItem,
-    default_arguments,
+    adapter_for,
     get_metric,
     load_plugins,
     metric_kind,
@@ -24,7 +27,6 @@ from scenemetrics.evaluation.registry import (
     resolve_metrics,
     unregister_metric,
 )
-from scenemetrics.puzzlesim import random_checkpoint
 from tests.utils.weights import publish_hash
 
 from .conftest import PLUGIN
@@ -78,7 +80,12 @@ def test_resolve_metrics_errors_and_all():
 
 def test_unavailable_metric_names_the_reason():
     register_metric("needs_x_t", lambda cfg: None, requires=lambda cfg: 'needs foo: pip install "scenemetrics[foo]"')
-    register_metric("needs_opt_t", lambda cfg: None, requires=lambda cfg: None if cfg.options.get("k") else "needs k")
+    register_metric(
+        "needs_opt_t",
+        lambda cfg: None,
+        options=[Option("k", int)],
+        requires=lambda cfg: None if cfg.options.get("k") else "needs k",
+    )
     try:
         entries, unavailable = resolve_metrics(["psnr", "needs_x_t", "needs_opt_t"])
         assert [e.name for e in entries] == ["psnr"]
@@ -99,21 +106,22 @@ def test_osim_unavailable_without_its_room(monkeypatch):
     assert get_metric("osim").unavailable_reason() is None  # the room is part of this installation
     _hide_module(monkeypatch, "scenemetrics.osim")
     reason = get_metric("osim").unavailable_reason()
-    assert reason is not None and "OSIM room" in reason and "scenemetrics.osim.OSIM" in reason
+    assert reason is not None and "OSIM metrics are not part of" in reason and "scenemetrics.osim.OSIM" in reason
 
 
 def test_prism_unavailable_without_its_room(monkeypatch):
     _hide_module(monkeypatch, "scenemetrics.prism")
     for name in ("prism", "prism_mmd"):
         reason = get_metric(name).unavailable_reason()
-        assert reason is not None and "PRISM room" in reason
+        assert reason is not None and "PRISM metrics are not part of" in reason
 
 
 def test_plugins_from_file_are_imported_once():
     load_plugins([str(PLUGIN)], entry_points=False)
     entry = get_metric("standin")
     load_plugins([str(PLUGIN)], entry_points=False)  # idempotent
-    assert get_metric("standin") is entry and entry.fingerprint_options == ()
+    assert get_metric("standin") is entry and entry.option_keys == ("log", "delay")
+    assert not any(o.scores for o in entry.options)  # test instrumentation: results made with any value are kept
     with pytest.raises(FileNotFoundError, match="no such file"):
         load_plugins(["/nonexistent/plugin.py"], entry_points=False)
     with pytest.raises(ImportError):
@@ -165,34 +173,50 @@ def test_dispatch_without_a_declaration_is_duck_typed():
     assert metric_kind(PRISMMMD()) == "paired" and metric_kind(_References()) == "references"
 
 
+def _args(metric, item, config=None):
+    return adapter_for(metric).update_args(metric, item, config)
+
+
 def test_dispatch_follows_the_callbacks_rules(declared):
     r, t, s, p = torch.zeros(1, 3, 4, 4), torch.ones(1, 3, 4, 4), torch.full((1, 3, 4, 4), 0.5), torch.zeros(1, 3)
     item = ViewItem("v", "m/s", r, t, s, p)
     assert metric_kind(_References()) == "references"
-    assert default_arguments(_References(), item, {}) == (r,)
+    assert _args(_References(), item) == (r,)
     assert metric_kind(PRISMMMD()) == "prism_mmd"
-    assert default_arguments(PRISMMMD(), item, {}) == (s, r, p)
+    assert _args(PRISMMMD(), item) == (s, r, p)
     assert metric_kind(_SubDistance()) == "prism_distance"  # subclasses dispatch like their parents
-    assert default_arguments(_SubDistance(), item, {}) == (s, r, t, p)
+    assert _args(_SubDistance(), item) == (s, r, t, p)
     m = torchmetrics.MeanSquaredError()
-    assert metric_kind(m) == "paired" and default_arguments(m, item, {}) == (r, t)
-    with pytest.raises(ValueError, match="no ground truth"):
-        default_arguments(m, ViewItem("v", "m/s", r), {})
-    with pytest.raises(ValueError, match="no ground truth"):
-        default_arguments(_SubDistance(), ViewItem("v", "m/s", r, None, s, p), {})
-    with pytest.raises(ValueError, match="no source view and pose"):
-        default_arguments(PRISMMMD(), ViewItem("v", "m/s", r, t), {})
+    assert metric_kind(m) == "paired" and _args(m, item) == (r, t)
+    with pytest.raises(UnusableViewError, match="no ground truth") as err:
+        _args(m, ViewItem("v", "m/s", r))
+    assert err.value.reason == "target"
+    with pytest.raises(UnusableViewError, match="no ground truth"):
+        _args(_SubDistance(), ViewItem("v", "m/s", r, None, s, p))
+    with pytest.raises(UnusableViewError, match="no source view and pose"):
+        _args(PRISMMMD(), ViewItem("v", "m/s", r, t))
 
 
-def test_prism_center_crop_arguments(declared):
+def test_prism_dispatch_crops_and_computes_the_pose_from_cameras():
+    prism = pytest.importorskip("scenemetrics.prism")
+    adapter = get_metric("prism")
     r = torch.arange(2 * 3 * 4 * 6, dtype=torch.float32).reshape(2, 3, 4, 6)
     pose = torch.zeros(2, 3)
     item = ViewItem("v", "m/s", r, r + 1, r + 2, pose)
-
-    args = registry.prism_arguments(PRISMDistance(), item, {"center_crop": True})
+    crop = adapter.configure(MetricConfig("prism", {"center_crop": True}, None))
+    args = adapter.update_args(None, item, crop)
     assert [tuple(a.shape) for a in args] == [(2, 3, 4, 4)] * 3 + [(2, 3)]
-    assert torch.equal(args[1], r[..., 1:5]) and args[3] is pose
-    assert registry.prism_arguments(PRISMDistance(), item, {})[1] is r
+    assert torch.equal(args[0], (r + 2)[..., 1:5]) and torch.equal(args[1], r[..., 1:5]) and args[3] is pose
+    with pytest.raises(UnusableViewError, match=r"prism needs square views; view 'v' is 6x4 \(--prism-center-crop"):
+        adapter.update_args(None, item, adapter.configure(MetricConfig("prism", {}, None)))
+    square = ViewItem("v", "m/s", r[..., :4], r[..., :4] + 1, r[..., :4] + 2, pose)
+    assert adapter.update_args(None, square)[1] is square.render  # square views go through as they are
+    # cameras instead of a pose: the adapter's pose function (the prism package's camera_pose)
+    cams = ({"polar_deg": 60.0, "azimuth_deg": 10.0, "radius": 2.0}, {"polar_deg": 50.0, "azimuth_deg": 40.0,
+            "radius": 2.5})  # fmt: skip
+    by_cameras = dataclasses.replace(square, pose=None, cameras=cams)
+    got = adapter.update_args(None, by_cameras)[3]
+    assert torch.allclose(got, torch.tensor([[-10.0, 30.0, 0.5]])) and torch.equal(got, prism.camera_pose(*cams))
 
 
 # ---- LPIPS through the hub -----------------------------------------------------------------------------------------
@@ -225,7 +249,7 @@ def _backbone_params(metric) -> dict[str, torch.Tensor]:
 def test_lpips_loads_exactly_the_given_whole_checkpoint(tmp_path, no_torch_download):
     path = random_checkpoint("squeezenet1_1", tmp_path / "sq.pth", seed=3)
     old_hub = torch.hub.get_dir()
-    metric = registry.build_lpips(_config(tmp_path, net="squeeze", weights=str(path)))
+    metric = builtin_metrics.build_lpips(_config(tmp_path, net="squeeze", weights=str(path)))
     assert torch.hub.get_dir() == old_hub  # restored
     state = torch.load(path, weights_only=True)
     got = _backbone_params(metric)
@@ -240,7 +264,7 @@ def test_lpips_completes_a_features_only_checkpoint(tmp_path, no_torch_download)
     full = random_checkpoint("alexnet", tmp_path / "a_full.pth", seed=1, include_classifier=False)
     bare = {k.removeprefix("features."): v for k, v in torch.load(full, weights_only=True).items()}
     torch.save(bare, tmp_path / "bare.pth")
-    metric = registry.build_lpips(_config(tmp_path, net="alex", weights=str(tmp_path / "bare.pth")))
+    metric = builtin_metrics.build_lpips(_config(tmp_path, net="alex", weights=str(tmp_path / "bare.pth")))
     got = _backbone_params(metric)
     assert all(torch.equal(got[f"features.{k}"], v) for k, v in bare.items())
     completed = list((tmp_path / "work").rglob("alexnet-owt-7be5be79.pth"))
@@ -250,11 +274,11 @@ def test_lpips_completes_a_features_only_checkpoint(tmp_path, no_torch_download)
 def test_lpips_uses_the_hub_cache_and_fails_clearly_offline(tmp_path, monkeypatch, no_torch_download):
     monkeypatch.setenv("SCENEMETRICS_OFFLINE", "1")
     with pytest.raises(hub.WeightsNotFoundError, match=r"squeezenet1_1-b8a52dc0\.pth"):
-        registry.build_lpips(_config(tmp_path, net="squeeze"))
+        builtin_metrics.build_lpips(_config(tmp_path, net="squeeze"))
     cached = hub.cache_dir("puzzlesim") / "squeezenet1_1-b8a52dc0.pth"
     random_checkpoint("squeezenet1_1", cached, seed=5)
     publish_hash(monkeypatch, "puzzlesim/squeezenet1_1", cached)  # cached files are verified on every load
-    metric = registry.build_lpips(_config(tmp_path, net="squeeze"))
+    metric = builtin_metrics.build_lpips(_config(tmp_path, net="squeeze"))
     state = torch.load(cached, weights_only=True)
     assert torch.equal(_backbone_params(metric)["features.0.weight"], state["features.0.weight"])
 
@@ -262,9 +286,11 @@ def test_lpips_uses_the_hub_cache_and_fails_clearly_offline(tmp_path, monkeypatc
 def test_lpips_rejects_a_checkpoint_of_another_network(tmp_path, no_torch_download):
     path = random_checkpoint("squeezenet1_1", tmp_path / "sq.pth", include_classifier=False)
     with pytest.raises(ValueError, match="does not match torchvision alexnet"):
-        registry.build_lpips(_config(tmp_path, net="alex", weights=str(path)))
+        builtin_metrics.build_lpips(_config(tmp_path, net="alex", weights=str(path)))
+    with pytest.raises(ValueError, match=r"`lpips.net` must be one of 'alex', 'vgg', 'squeeze'; received 'resnet'"):
+        get_metric("lpips").build(_config(tmp_path, net="resnet"))
     with pytest.raises(ValueError, match="lpips `net` must be one of"):
-        registry.build_lpips(_config(tmp_path, net="resnet"))
+        builtin_metrics.lpips_checkpoint("resnet", None, tmp_path)
 
 
 def test_random_weights_lpips_and_puzzlesim_need_no_file(tmp_path, no_torch_download):
@@ -273,8 +299,8 @@ def test_random_weights_lpips_and_puzzlesim_need_no_file(tmp_path, no_torch_down
     )
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no download, no warning
-        lpips = registry.build_lpips(cfg)
-        ps = registry.build_puzzlesim(MetricConfig("puzzlesim", {}, torch.device("cpu"), True, tmp_path))
+        lpips = builtin_metrics.build_lpips(cfg)
+        ps = builtin_metrics.build_puzzlesim(MetricConfig("puzzlesim", {}, torch.device("cpu"), True, tmp_path))
     assert isinstance(lpips, torchmetrics.Metric) and ps.weights_path.endswith("-random.pth")
 
 

@@ -18,7 +18,8 @@ from torchmetrics.functional.image import structural_similarity_index_measure
 
 from scenemetrics.cli import main
 from scenemetrics.evaluation import EvalConfig, register_metric, run_evaluation, unregister_metric
-from scenemetrics.evaluation.runner import RESULTS_FILE, append_record, pooled_values, read_records
+from scenemetrics.evaluation.records import RESULTS_FILE, append_record, read_records
+from scenemetrics.evaluation.states import pooled_values
 from scenemetrics.puzzlesim import puzzle_similarity, random_checkpoint
 
 from .conftest import METHODS, PLUGIN, SCENES, VIEWS, read_csv, read_json, read_jsonl, read_png

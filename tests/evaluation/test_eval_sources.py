@@ -79,8 +79,14 @@ def test_predictions_folder_tar_and_zip_in_one_report(tmp_path):
         assert float(row["psnr"]) == pytest.approx(np.mean(values), rel=1e-4), row
     # the mask matters: unmasked PSNR of the same folder differs
     a = src / "a"
-    unmasked = np.mean([_masked_psnr(read_png(a / "color" / "cam" / f"{i:05d}.png"),
-                                     read_png(a / "gt-color" / "cam" / gt_name(i)), None) for i in range(2)])
+    unmasked = np.mean(
+        [
+            _masked_psnr(
+                read_png(a / "color" / "cam" / f"{i:05d}.png"), read_png(a / "gt-color" / "cam" / gt_name(i)), None
+            )
+            for i in range(2)
+        ]
+    )
     zip_row = next(r for r in rows if r["method"] == "zipnerf")
     assert abs(float(zip_row["psnr"]) - unmasked) > 0.5
     doc = read_json(out / "results.json")
@@ -134,7 +140,7 @@ def test_unsafe_zip_members_are_refused(tmp_path):
     with pytest.raises(ValueError, match=r"'\.\./\.\./evil\.png' escapes"):
         safe_extract(archive, tmp_path / "dest")
     link = zipfile.ZipInfo("color/link.png")
-    link.external_attr = (0o120777 << 16)
+    link.external_attr = 0o120777 << 16
     with zipfile.ZipFile(archive, "w") as zf:
         zf.writestr(link, "/etc/passwd")
     with pytest.raises(ValueError, match="is a symbolic link"):

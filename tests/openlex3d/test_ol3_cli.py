@@ -278,8 +278,25 @@ def test_benchmark_layout_equals_prepared_gt_and_prints_the_table(tree, capsys):
         warnings.simplefilter("ignore", UserWarning)
         assert main(["openlex3d", "eval", "segmentation", *prepared, *common, "--set-ranking", "--text-features",
                      str(tree / "prompts.npy"), "--out", str(tree / "seg.json")]) == 0  # fmt: skip
-        assert main(["openlex3d", "eval", "retrieval", "--gt-root", str(tree / "gt"), "--pred", str(tree / "pred"),
-                     "--query-features", str(tree / "queries.npz"), "--quiet", "--out", str(tree / "r.json")]) == 0
+        assert (
+            main(
+                [
+                    "openlex3d",
+                    "eval",
+                    "retrieval",
+                    "--gt-root",
+                    str(tree / "gt"),
+                    "--pred",
+                    str(tree / "pred"),
+                    "--query-features",
+                    str(tree / "queries.npz"),
+                    "--quiet",
+                    "--out",
+                    str(tree / "r.json"),
+                ]
+            )
+            == 0
+        )
         capsys.readouterr()
         argv = ["openlex3d", "eval", "--dataset", "scannetpp", "--dataset-root", str(root), "--labels", str(labels),
                 *common, "--text-features", str(tree / "prompts.npy"), "--query-features", str(tree / "queries.npz"),

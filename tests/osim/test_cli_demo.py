@@ -15,8 +15,9 @@ import torch
 
 from scenemetrics.cli import main
 from scenemetrics.image import read_image
-from scenemetrics.osim import functional as fn
+from scenemetrics.osim import detector as detector_module
 from scenemetrics.osim.demo import run_demo
+from scenemetrics.osim.detector import clear_detector_cache
 from scenemetrics.osim.metric import OSIM
 from scenemetrics.viz import save_png
 
@@ -59,7 +60,7 @@ def test_cli_writes_json_and_overlays(tmp_path, folders, nano_ckpt, capsys) -> N
         overlay = read_image(out / "overlays" / rel)
         # the labelled picture: the 96x128 view enlarged 4x (>= 360 px high) with a title, legend and notes around it
         assert overlay.shape[1] > 4 * 96 and overlay.shape[2] >= 4 * 128
-    fn.clear_detector_cache()
+    clear_detector_cache()
 
 
 def test_cli_pairing_and_errors(tmp_path, folders, nano_ckpt, capsys, monkeypatch) -> None:
@@ -80,7 +81,7 @@ def test_cli_pairing_and_errors(tmp_path, folders, nano_ckpt, capsys, monkeypatc
     monkeypatch.setenv("SCENEMETRICS_OFFLINE", "1")
     code = main(["osim", "--refs", str(refs), "--renders", str(renders), "--out", str(tmp_path / "o7"), "--quiet"])
     assert code == 1 and "yolox_x.pth" in capsys.readouterr().err
-    fn.clear_detector_cache()
+    clear_detector_cache()
 
 
 @pytest.mark.slow
@@ -103,7 +104,7 @@ def test_cli_two_processes_with_fabric(tmp_path, folders, nano_ckpt) -> None:
     assert [c["o_l"] for c in two["classes"]] == pytest.approx([c["o_l"] for c in one["classes"]], abs=1e-9)
     assert [o["r"] for o in two["objects"]] == pytest.approx([o["r"] for o in one["objects"]])
     assert sorted(p.name for p in (tmp_path / "two" / "overlays").rglob("*.png")) == ["a.png", "b.png", "c.png"]
-    fn.clear_detector_cache()
+    clear_detector_cache()
 
 
 def _scene(n: int = 2) -> SimpleNamespace:
@@ -131,7 +132,7 @@ def test_demo_with_random_weights(tmp_path) -> None:
     nested = run_demo(_scene(1), tmp_path / "r" / "osim", random_weights=True, quiet=True, report_dir=tmp_path / "r")
     assert nested["views"][0]["overlay"] == "osim/osim_overlays/view_000.png" and nested["json"] == "osim/osim.json"
     assert summary["num_objects"] > 0 and 0 <= summary["osim"] < 1
-    fn.clear_detector_cache()
+    clear_detector_cache()
 
 
 def test_demo_with_given_weights_and_no_detection(tmp_path, nano_ckpt, fixed_detector, monkeypatch) -> None:
@@ -139,7 +140,7 @@ def test_demo_with_given_weights_and_no_detection(tmp_path, nano_ckpt, fixed_det
                        quiet=True, detector="yolox_nano")  # fmt: skip
     assert summary["weights"] == str(nano_ckpt) and summary["conf_threshold"] == 0.35 and "note" not in summary
     blind = fixed_detector([[]])  # a detector that finds nothing
-    monkeypatch.setattr(fn, "load_detector", lambda *args, **kwargs: blind)
+    monkeypatch.setattr(detector_module, "load_detector", lambda *args, **kwargs: blind)
     with pytest.warns(UserWarning, match="no object"):
         summary = run_demo(_scene(1), tmp_path / "f", random_weights=False, weights_path=nano_ckpt, device="cpu",
                            quiet=False, detector="yolox_nano")  # fmt: skip
@@ -148,4 +149,4 @@ def test_demo_with_given_weights_and_no_detection(tmp_path, nano_ckpt, fixed_det
     with pytest.raises(ValueError, match="same length"):
         run_demo(SimpleNamespace(novel_views=[], novel_targets=[torch.zeros(3, 8, 8)], names=[]), tmp_path / "e",
                  random_weights=True, weights_path=None, device="cpu", quiet=True)  # fmt: skip
-    fn.clear_detector_cache()
+    clear_detector_cache()

@@ -11,7 +11,9 @@ import torch.nn.functional as F
 
 from scenemetrics import hub
 from scenemetrics.osim import functional as fn
+from scenemetrics.osim.detector import clear_detector_cache, load_detector
 from scenemetrics.osim.functional import box_to_span, osim, scene_score
+from scenemetrics.osim.saliency import gbvs
 from scenemetrics.osim.yolox import letterbox, random_checkpoint
 
 from .conftest import images
@@ -87,7 +89,7 @@ def test_degraded_render_and_direct_recomputation(nano) -> None:
     cos = F.cosine_similarity(f_ref, f_test, dim=1)
     h_c, w_c = lb_ref.content_size
     assert (h_c, w_c) == (312, 416)
-    sal = fn.gbvs(lb_ref.canvas[:, :, :h_c, :w_c].flip(1) / 255)
+    sal = gbvs(lb_ref.canvas[:, :, :h_c, :w_c].flip(1) / 255)
     for k in range(res.r.numel()):
         i = int(res.image_index[k])
         x1, y1, x2, y2 = res.boxes_letterbox[k].tolist()
@@ -267,17 +269,17 @@ def test_scene_score_by_hand() -> None:
 
 def test_detector_loaded_through_the_hub_and_cached(monkeypatch, nano_ckpt) -> None:
     x = images(1)
-    fn.clear_detector_cache()
+    clear_detector_cache()
     cached = hub.cache_dir("osim") / "yolox_nano.pth"
     cached.parent.mkdir(parents=True)
     cached.write_bytes(nano_ckpt.read_bytes())
     res = osim(x, x, detector="yolox-nano")
     assert float(res.score) == pytest.approx(1.0, abs=1e-5)
-    assert fn.load_detector("yolox_nano") is fn.load_detector("yolox_nano", weights_path=cached)
+    assert load_detector("yolox_nano") is load_detector("yolox_nano", weights_path=cached)
     monkeypatch.setenv("SCENEMETRICS_OFFLINE", "1")
     with pytest.raises(hub.WeightsNotFoundError, match=r"yolox_x\.pth"):
         osim(x, x)
-    fn.clear_detector_cache()
+    clear_detector_cache()
 
 
 def test_random_checkpoint_via_weights_path(tmp_path) -> None:
@@ -285,7 +287,7 @@ def test_random_checkpoint_via_weights_path(tmp_path) -> None:
     x = images(2, seed=9)
     res = osim(degrade(x), x, detector="yolox_nano", weights_path=path)
     assert res.r.numel() > 0 and 0 <= float(res.score) < 1
-    fn.clear_detector_cache()
+    clear_detector_cache()
 
 
 @pytest.mark.gpu
@@ -300,5 +302,5 @@ def test_cuda_agrees_with_cpu(nano_ckpt, fixed_detector) -> None:
     assert torch.allclose(gpu.r.cpu(), cpu.r, atol=5e-3) and torch.allclose(gpu.s.cpu(), cpu.s, atol=5e-3)
     assert float(gpu.score) == pytest.approx(float(cpu.score), abs=5e-3)
     with pytest.raises(ValueError, match="move one of them"):
-        osim(y.cuda(), x.cuda(), model=fn.load_detector("yolox_nano", nano_ckpt))
-    fn.clear_detector_cache()
+        osim(y.cuda(), x.cuda(), model=load_detector("yolox_nano", nano_ckpt))
+    clear_detector_cache()

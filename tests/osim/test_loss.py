@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
 import warnings
 
 import pytest
 import torch
 
 import scenemetrics as sm
-from scenemetrics.losses.osim import OSIMLoss
 from scenemetrics.osim.functional import osim
+from scenemetrics.osim.loss import OSIMLoss
 
 from .conftest import images
 from .test_functional import degrade
@@ -87,11 +88,12 @@ def test_loaded_by_name(nano_ckpt) -> None:
     assert float(loss_fn(refs)) < 1e-5
 
 
-def test_lives_in_the_osim_room_and_every_old_path_still_works() -> None:
-    import scenemetrics.losses.osim as old_module
+def test_lives_in_the_osim_package_with_one_public_path() -> None:
     from scenemetrics.osim.loss import OSIMLoss as RoomLoss
 
-    assert OSIMLoss is RoomLoss is old_module.OSIMLoss is sm.losses.OSIMLoss is sm.osim.OSIMLoss
+    assert OSIMLoss is RoomLoss is sm.losses.OSIMLoss is sm.osim.OSIMLoss
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("scenemetrics.losses.osim")
 
 
 def test_metric_and_loss_hold_the_detector_the_same_way(nano, nano_ckpt) -> None:

@@ -205,7 +205,7 @@ def test_to_cuda_moves_the_detector(nano_ckpt) -> None:
 
 
 def test_moving_a_metric_does_not_move_the_shared_cached_detector(nano_ckpt) -> None:
-    from scenemetrics.osim import functional as fn
+    from scenemetrics.osim import detector as fn
 
     fn.clear_detector_cache()
     a = OSIM(detector="yolox_nano", weights_path=nano_ckpt)

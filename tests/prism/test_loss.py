@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 import torch
 
@@ -82,9 +84,10 @@ def test_extractor_and_head_stay_out_of_the_state_dict(extractor64, head):
     assert loss_fn.state_dict() == {} and list(loss_fn.parameters()) == []
 
 
-def test_lives_in_the_prism_room_and_every_old_path_still_works():
+def test_lives_in_the_prism_package_with_one_public_path():
     import scenemetrics as sm
-    import scenemetrics.losses.prism as old_module
     from scenemetrics.prism.loss import PRISMLoss as RoomLoss
 
-    assert PRISMLoss is RoomLoss is old_module.PRISMLoss is sm.prism.PRISMLoss is sm.losses.PRISMLoss
+    assert PRISMLoss is RoomLoss is sm.prism.PRISMLoss is sm.losses.PRISMLoss
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("scenemetrics.losses.prism")

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from scenemetrics.puzzlesim import PuzzleSimMemory, best_match_similarity
 from scenemetrics.puzzlesim import search as S
-from scenemetrics.puzzlesim.memory import search_method
+from scenemetrics.puzzlesim.functional import search_method
 
 from .naive import smooth_images
 from .test_search import DATASETS, exact_max, unit

@@ -14,7 +14,7 @@ import torch
 
 from scenemetrics.puzzlesim import PuzzleSimMemory
 from scenemetrics.puzzlesim import search as S
-from scenemetrics.puzzlesim.memory import search_method
+from scenemetrics.puzzlesim.functional import search_method
 from scenemetrics.puzzlesim.triton_search import triton_available, triton_max
 
 from .naive import smooth_images

@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from scenemetrics.registry import register_metric
+from scenemetrics.registry import Option, register_metric
 
 __all__ = ["OSIM", "PRISMMMD", "FakeOSIMResult", "MeanRender", "PRISMDistance"]
 
@@ -121,7 +121,12 @@ register_metric(
     "standin_osim", None, metric_class=OSIM, update="paired", pictures=("objects",),
     overlay="scenemetrics.osim:low_objects_picture",
 )  # fmt: skip
-register_metric("standin_prism_mmd", None, metric_class=PRISMMMD, inputs=("cameras",), update="prism_mmd", square=True)
+_CROP = [Option("center_crop", bool, False, "crop the views to their centred square")]
 register_metric(
-    "standin_prism", None, metric_class=PRISMDistance, inputs=("gt", "cameras"), update="prism_distance", square=True
-)
+    "standin_prism_mmd", None, metric_class=PRISMMMD, inputs=("cameras",), update="prism_mmd", square=True,
+    options=_CROP, pose="scenemetrics.prism:camera_pose",
+)  # fmt: skip
+register_metric(
+    "standin_prism", None, metric_class=PRISMDistance, inputs=("gt", "cameras"), update="prism_distance", square=True,
+    options=_CROP, pose="scenemetrics.prism:camera_pose",
+)  # fmt: skip

@@ -169,8 +169,21 @@ def test_cli_building3d_folders_with_normalisation(tmp_path):
         s = np.linalg.norm(points - c, axis=1).max()
         expected_f1.append(corner_prf((pred.vertices - c) / s, (big.vertices - c) / s, threshold=0.1).f1)
         raw_f1.append(corner_prf(pred.vertices, big.vertices, threshold=0.1).f1)
-    argv = ["wireframe", "eval", "--pred", str(tmp_path / "pred"), "--gt", str(tmp_path / "gt"), "--threshold",
-            "0.1", "--points", str(tmp_path / "xyz"), "--building3d-normalize", "--out", str(tmp_path / "o")]
+    argv = [
+        "wireframe",
+        "eval",
+        "--pred",
+        str(tmp_path / "pred"),
+        "--gt",
+        str(tmp_path / "gt"),
+        "--threshold",
+        "0.1",
+        "--points",
+        str(tmp_path / "xyz"),
+        "--building3d-normalize",
+        "--out",
+        str(tmp_path / "o"),
+    ]
     assert main(argv) == 0
     data = json.loads((tmp_path / "o" / "wireframe_eval.json").read_text())
     assert data["houses"] == ["00000", "00001"]

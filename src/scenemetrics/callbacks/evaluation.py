@@ -4,21 +4,25 @@ Both the Lightning callback and the nerfstudio callback drive a :class:`MetricRu
 ``begin()`` → ``update(i, view)`` per rendered view → ``finish()`` → scalars and images keyed by their log tags.
 
 Dispatch, per metric ``m`` named ``name``: ``update_fns[name](m, render, target, extras)`` when given, otherwise
-the update kind of ``m``'s adapter in :mod:`scenemetrics.registry` (:func:`~scenemetrics.registry.adapter_for`: the
+the one dispatch of ``m``'s adapter in :mod:`scenemetrics.registry` (:func:`~scenemetrics.registry.adapter_for`: the
 entry registered under ``name`` or for ``m``'s class, subclasses included; else ``set_references`` -> references,
-anything else paired):
+anything else paired; :meth:`~scenemetrics.registry.MetricAdapter.update_args`), the same ``scenemetrics eval``
+uses:
 
 ==================  =========================================================
 update kind         call
 ==================  =========================================================
 ``references``      ``m.update(render)`` (after ``set_references``; PuzzleSim)
-``prism_mmd``       ``m.update(extras["source"], render, extras["pose"])``
-``prism_distance``  ``m.update(extras["source"], render, target, extras["pose"])``
+``prism_mmd``       ``m.update(extras["source"], render, pose)``
+``prism_distance``  ``m.update(extras["source"], render, target, pose)``
 ``paired``          ``m.update(render, target)`` (OSIM, PSNR, SSIM, ...)
 ==================  =========================================================
 
-The adapter also says which pictures a metric gives: its ``last_maps`` map, and the objects overlay its ``overlay``
-function draws (OSIM). Nothing here imports a room or compares class names.
+``pose`` is ``extras["pose"]``, or computed by the adapter from ``extras["cameras"]`` (a pair of source and target
+cameras). A view a metric cannot use (no target; not square for a metric declared ``square`` without its
+``center_crop`` option) is skipped for it with one warning. The adapter also says which pictures a metric gives: its
+``last_maps`` map, and the objects overlay its ``overlay`` function draws (OSIM). Nothing here imports a metric family
+or compares class names.
 
 Example:
     >>> import torch, torchmetrics
@@ -42,7 +46,14 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from scenemetrics.callbacks.views import RenderedView
-from scenemetrics.registry import UPDATE_SIGNATURES, MetricAdapter, adapter_for, metric_kind
+from scenemetrics.registry import (
+    UPDATE_SIGNATURES,
+    MetricAdapter,
+    MetricConfig,
+    UnusableViewError,
+    ViewItem,
+    adapter_for,
+)
 from scenemetrics.viz import apply_colormap, map_picture, to_uint8
 
 __all__ = [
@@ -54,7 +65,6 @@ __all__ = [
     "check_schedule",
     "evenly_spaced",
     "is_due",
-    "metric_kind",
     "scalars_from_value",
     "shard_indices",
 ]
@@ -231,6 +241,8 @@ class MetricRunner:
         max_logged_images: only views with index ``i < max_logged_images`` get images.
         map_colormap: colormap for metric maps (fixed range [0, 1]).
         prefix: prefix of every log tag.
+        configs: name -> the :class:`~scenemetrics.registry.MetricConfig` a metric was built with (its options
+            steer the dispatch, e.g. PRISM's ``center_crop``; its flags name them in messages); default: no options.
     """
 
     def __init__(
@@ -243,6 +255,7 @@ class MetricRunner:
         max_logged_images: int = 4,
         map_colormap: str = "jet_r",
         prefix: str = "scenemetrics/",
+        configs: Mapping[str, MetricConfig] | None = None,
     ) -> None:
         self.metrics = check_metrics(metrics)
         update_fns = dict(update_fns or {})
@@ -266,6 +279,8 @@ class MetricRunner:
         self._collect = False
         self.adapters: dict[str, MetricAdapter] = {name: adapter_for(m, name) for name, m in self.metrics.items()}
         self._kinds = {name: self.adapters[name].update_kind(m) for name, m in self.metrics.items()}
+        configs = dict(configs or {})
+        self.configs = {name: configs.get(name) or MetricConfig(name, {}, None) for name in self.metrics}
 
     def kind(self, name: str) -> str:
         """The update kind of metric ``name`` (see the module)."""
@@ -273,13 +288,13 @@ class MetricRunner:
 
     # -- references ----------------------------------------------------------------------------------------------
     def needs_references(self) -> bool:
-        """Whether a metric takes reference views (has ``set_references``, e.g. PuzzleSim)."""
+        """Whether a metric takes reference views (update kind ``references``, e.g. PuzzleSim)."""
         return any(kind == "references" for kind in self._kinds.values())
 
     def set_references(self, references: Any, max_reference_views: int | None, *, missing_hint: str) -> None:
-        """Give ``references`` (at most ``max_reference_views``, evenly spaced) to every metric with
-        ``set_references``; ``None`` sets nothing. A metric that still has none raises ``ValueError`` ending with
-        ``missing_hint`` (what the caller should pass)."""
+        """Give ``references`` (at most ``max_reference_views``, evenly spaced) to every metric fed by references;
+        ``None`` sets nothing. A metric that still has none (its ``has_references`` is false) raises ``ValueError``
+        ending with ``missing_hint`` (what the caller should pass)."""
         needs = {name: m for name, m in self.metrics.items() if self._kinds[name] == "references"}
         if references is not None and needs:
             refs = _subset_references(references, max_reference_views)
@@ -287,7 +302,7 @@ class MetricRunner:
                 moved = refs.to(metric.device) if isinstance(refs, Tensor) else [r.to(metric.device) for r in refs]
                 metric.set_references(moved)
         for name, metric in needs.items():
-            if getattr(metric, "memory", "") is None:
+            if getattr(metric, "has_references", True) is False:
                 raise ValueError(f"metric {name!r} needs reference images and has none. {missing_hint}")
 
     # -- one evaluation -------------------------------------------------------------------------------------------
@@ -306,13 +321,13 @@ class MetricRunner:
         if logged and self.log_renders:
             self._images[f"{self.prefix}render/{index}"] = to_uint8(view.render[0].float())
         for name, metric in self.metrics.items():
-            if not self._update_one(name, metric, view):
+            if not self._update_one(name, metric, index, view):
                 continue
             self._counts[name] += 1
             if logged and self.log_maps:
                 self._grab_images(name, metric, index, view)
 
-    def _update_one(self, name: str, metric: Metric, view: RenderedView) -> bool:
+    def _update_one(self, name: str, metric: Metric, index: int, view: RenderedView) -> bool:
         device = metric.device
         render = view.render.to(device)
         target = view.target.to(device) if view.target is not None else None
@@ -320,31 +335,36 @@ class MetricRunner:
         fn = self.update_fns.get(name)
         if fn is not None:
             return fn(metric, render, target, extras) is not False
-        wanted = UPDATE_SIGNATURES[self._kinds[name]]
-        if "target" in wanted and target is None:
+        cameras: dict[str, Any] = {}
+        if "source" in UPDATE_SIGNATURES[self._kinds[name]]:
+            cameras = self._cameras(name, extras, device)
+        item = ViewItem(str(index), "", render, target, **cameras)
+        try:
+            args = self.adapters[name].update_args(metric, item, self.configs[name])
+        except UnusableViewError as err:
+            text = "needs a target" if err.reason == "target" else str(err).removeprefix(f"{name} ")
             self._warn_once(
-                name,
-                "no_target",
-                f"scenemetrics callback: metric {name!r} needs a target; views without one are skipped for it",
+                name, err.reason, f"scenemetrics callback: metric {name!r} {text}; such views are skipped for it"
             )
             return False
-        values: dict[str, Any] = {"render": render, "target": target}
-        if "source" in wanted:
-            values["source"], values["pose"] = self._extras(name, extras, ("source", "pose"), device)
-        metric.update(*(values[key] for key in wanted))
+        metric.update(*args)
         return True
 
     @staticmethod
-    def _extras(name: str, extras: Mapping[str, Any], keys: tuple[str, ...], device: torch.device) -> list[Any]:
-        out = []
-        for key in keys:
-            if key not in extras:
-                raise KeyError(
-                    f"metric {name!r} needs extras[{key!r}] in every rendered view (RenderedView(render, target, "
-                    f"extras={{'source': ..., 'pose': ...}})); it is missing"
-                )
-            value = extras[key]
-            out.append(value.to(device) if isinstance(value, Tensor) else value)
+    def _cameras(name: str, extras: Mapping[str, Any], device: torch.device) -> dict[str, Any]:
+        """``source`` and ``pose`` (or ``cameras``) of a view from its ``extras``, on ``device``."""
+        keys = ("source", "pose") if "cameras" not in extras else ("source", "cameras")
+        missing = [key for key in keys if key not in extras]
+        if missing:
+            raise KeyError(
+                f"metric {name!r} needs extras[{missing[0]!r}] in every rendered view (RenderedView(render, target, "
+                f"extras={{'source': ..., 'pose': ...}}), or 'cameras': (source_camera, target_camera) instead of "
+                "'pose'); it is missing"
+            )
+        out = {key: extras[key] for key in keys}
+        out["source"] = out["source"].to(device)
+        if "pose" in out and isinstance(out["pose"], Tensor):
+            out["pose"] = out["pose"].to(device)
         return out
 
     def _grab_images(self, name: str, metric: Metric, index: int, view: RenderedView) -> None:

@@ -7,6 +7,12 @@ entry point) are ``add_scenemetrics`` applied to nerfstudio's own configs, so ev
     ns-train nerfacto-scenemetrics --pipeline.scenemetrics.metrics puzzlesim osim \\
         --pipeline.scenemetrics.every-n-steps 1000 blender-data --data path/to/scene
 
+The options of the metrics are fields too, derived from the metric adapters' option schemas
+(:func:`scenemetrics.registry.option_flags`): ``<family>_<key>`` for every option of a built-in metric
+(``--pipeline.scenemetrics.puzzlesim-weights``, ``--pipeline.scenemetrics.prism-center-crop``, ...), and
+``metric_options`` (``METRIC.KEY=VALUE``) for any metric, plugins included. An unknown key, a wrong type or a value
+out of range is a ``ValueError`` naming the metric, the key and the valid keys.
+
 This module never imports ``nerfstudio.configs.method_configs`` (nerfstudio discovers plugins while that module is
 still being imported); metric backbones load at the first evaluation.
 """
@@ -15,11 +21,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import typing
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
-from typing import Any
+from typing import Annotated, Any, Optional, Union
 
 import torch
 import torch.nn.functional as F
@@ -27,6 +34,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 try:
+    import tyro
     from nerfstudio.engine.callbacks import TrainingCallback, TrainingCallbackAttributes, TrainingCallbackLocation
     from nerfstudio.engine.trainer import TrainerConfig
     from nerfstudio.pipelines.base_pipeline import VanillaPipeline, VanillaPipelineConfig
@@ -39,28 +47,33 @@ except ImportError as err:
 from scenemetrics.callbacks.evaluation import EvaluationResult, MetricRunner, check_colormap, evenly_spaced
 from scenemetrics.callbacks.logging import log_to_nerfstudio
 from scenemetrics.callbacks.views import RenderedView, prepare_view
-from scenemetrics.registry import UPDATE_SIGNATURES, MetricConfig, get_metric, load_plugins, metric_names
+from scenemetrics.registry import (
+    MetricConfig,
+    Option,
+    OptionFlag,
+    get_metric,
+    load_plugins,
+    metric_names,
+    option_flags,
+    parse_metric_option,
+)
 
 __all__ = [
-    "METRIC_NAMES",
     "SceneMetricsNerfstudioConfig",
     "SceneMetricsPipeline",
     "SceneMetricsPipelineConfig",
     "SceneMetricsTrainingCallback",
     "add_scenemetrics",
     "build_metrics",
+    "metric_configs",
 ]
 
-METRIC_NAMES = ("puzzlesim", "osim", "prism")
-"""The scenemetrics metrics the nerfstudio methods are made for; any name in :mod:`scenemetrics.registry` works."""
-
-_OPTION_KEYS = {"weights_path": "weights", "extractor_path": "model", "head_path": "head", "center_crop": "center_crop"}
-"""Config field ``<metric>_<suffix>`` -> the registry option it sets for that metric."""
+_FLAG_PREFIX = "--pipeline.scenemetrics."
 
 
 @dataclass
-class SceneMetricsNerfstudioConfig:
-    """Options of the nerfstudio callback (CLI: ``--pipeline.scenemetrics.<option-with-dashes>``)."""
+class _CallbackOptions:
+    """The callback's own options (the metric options are added from the registry below)."""
 
     metrics: tuple[str, ...] = ("puzzlesim",)
     """Metrics to run, by registry name: puzzlesim (no ground truth needed), osim (vs the eval image), prism
@@ -83,19 +96,44 @@ class SceneMetricsNerfstudioConfig:
     """Prefix of every logged tag."""
     eval_at_start: bool = False
     """Also evaluate at iteration 0."""
-    puzzlesim_weights_path: Path | None = None
-    """SqueezeNet 1.1 checkpoint file or folder (None: the scenemetrics cache / download)."""
-    osim_weights_path: Path | None = None
-    """YOLOX-X checkpoint file or folder (None: the scenemetrics cache / download)."""
-    prism_extractor_path: Path | None = None
-    """Zero123 diffusers folder or hub id (None: scenemetrics.prism.DEFAULT_MODEL)."""
-    prism_head_path: Path | None = None
-    """Trained PRISM projection head (None: raw diffusion features, not PRISM as published; one warning)."""
-    prism_center_crop: bool = False
-    """Center-crop non-square views to a square for PRISM only (otherwise PRISM skips them)."""
+    metric_options: tuple[str, ...] = ()
+    """Options of any metric as METRIC.KEY=VALUE (plugins' too), e.g. puzzlesim.layers=[2,3]; they win over the
+    metric's own fields."""
 
 
-def _check_config(cfg: SceneMetricsNerfstudioConfig) -> None:
+def _field_type(opt: Option) -> Any:
+    """The dataclass (and tyro) type of an option's field: optional, ``list[T]`` as ``tuple[T, ...]``."""
+    if opt.is_flag:
+        return bool
+    members = [tuple[typing.get_args(m)[0], ...] if typing.get_origin(m) is list else m for m in opt.alternatives]
+    return Optional[Union[tuple(members)]]  # noqa: UP007, UP045 (a type built at run time from the schema)
+
+
+def _option_field(flag: OptionFlag) -> tuple[str, Any, Any]:
+    opt = flag.option
+    text = opt.help + (f" (default: {opt.default})" if opt.default is not None and not opt.is_flag else "")
+    if len(flag.metrics) > 1:
+        text += f" [{', '.join(flag.metrics)}]"
+    default = bool(opt.default) if opt.is_flag else None
+    return flag.name, Annotated[_field_type(opt), tyro.conf.arg(help=text)], field(default=default)
+
+
+SceneMetricsNerfstudioConfig = dataclasses.make_dataclass(
+    "SceneMetricsNerfstudioConfig",
+    [_option_field(flag) for flag in option_flags()],
+    bases=(_CallbackOptions,),
+)
+SceneMetricsNerfstudioConfig.__module__ = __name__
+SceneMetricsNerfstudioConfig.__doc__ = """Options of the nerfstudio callback (``--pipeline.scenemetrics.<option>``).
+
+The callback's own fields (``metrics``, ``every_n_steps``, ...), then one field ``<family>_<key>`` per option of the
+built-in metrics (``puzzlesim_weights``, ``osim_conf``, ``prism_head``, ``prism_center_crop``, ...; ``None``: the
+metric's default), derived from the metric adapters' option schemas, and ``metric_options`` for any metric.
+"""
+
+
+def _check_config(cfg: Any) -> dict[str, MetricConfig]:
+    """Check the callback's options and every selected metric's options; the metrics' configurations."""
     metrics = tuple(cfg.metrics)
     load_plugins()
     known = metric_names()
@@ -110,43 +148,60 @@ def _check_config(cfg: SceneMetricsNerfstudioConfig) -> None:
     if not isinstance(cfg.max_logged_images, int) or cfg.max_logged_images < 0:
         raise ValueError(f"`max_logged_images` must be an int >= 0; received {cfg.max_logged_images!r}")
     check_colormap(cfg.map_colormap)
+    return metric_configs(cfg)
 
 
-def _metric_options(cfg: SceneMetricsNerfstudioConfig, name: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """The registry options of metric ``name`` from the ``<name>_<suffix>`` config fields, and their CLI flags."""
-    options: dict[str, Any] = {}
-    flags: dict[str, str] = {}
-    for f in dataclasses.fields(cfg):
-        key = _OPTION_KEYS.get(f.name[len(name) + 1 :]) if f.name.startswith(f"{name}_") else None
-        if key is None:
-            continue
-        value = getattr(cfg, f.name)
-        flags[key] = f"--pipeline.scenemetrics.{f.name.replace('_', '-')}"
-        if value is not None:
-            options[key] = str(value) if isinstance(value, Path) else value
-    return options, flags
+def metric_configs(cfg: Any, device: torch.device | str | None = None) -> dict[str, MetricConfig]:
+    """The configuration of each metric of ``cfg.metrics``: its options from the ``<family>_<key>`` fields and
+    ``metric_options`` (which wins), checked against its schema, with the flags that set them in messages.
+
+    Raises:
+        ValueError: a malformed ``metric_options`` entry, or an option the metric's schema rejects (naming the
+            metric, the key and the valid keys).
+    """
+    options: dict[str, dict[str, Any]] = {name: {} for name in cfg.metrics}
+    flags: dict[str, dict[str, str]] = {name: {} for name in cfg.metrics}
+    for flag in option_flags():
+        value = getattr(cfg, flag.name, None)
+        for name in flag.metrics:
+            if name in options:
+                flags[name][flag.key] = _FLAG_PREFIX + flag.name.replace("_", "-")
+                if value is not None:
+                    options[name][flag.key] = str(value) if isinstance(value, Path) else value
+    for text in cfg.metric_options:
+        try:
+            name, key, value = parse_metric_option(text)
+        except ValueError as err:
+            raise ValueError(f"`metric_options`: {err}") from None
+        if name in options:
+            options[name][key] = value
+            flags[name][key] = f"{_FLAG_PREFIX}metric-options {name}.{key}=..."
+    dev = None if device is None else torch.device(device)
+    return {
+        name: get_metric(name).configure(MetricConfig(name, options[name], dev, flags=flags[name]))
+        for name in cfg.metrics
+    }
 
 
-def build_metrics(cfg: SceneMetricsNerfstudioConfig, device: torch.device | str = "cpu") -> dict[str, Metric]:
+def build_metrics(cfg: Any, device: torch.device | str = "cpu") -> dict[str, Metric]:
     """The metrics named in ``cfg.metrics``, with ``sync_on_compute=False`` (rank 0 evaluates alone), on ``device``.
 
     Example:
         >>> import os, tempfile
         >>> import scenemetrics as sm
         >>> w = sm.puzzlesim.random_checkpoint("squeezenet1_1", os.path.join(tempfile.mkdtemp(), "sq.pth"))
-        >>> cfg = SceneMetricsNerfstudioConfig(puzzlesim_weights_path=w)
+        >>> cfg = SceneMetricsNerfstudioConfig(puzzlesim_weights=w)
         >>> type(build_metrics(cfg)["puzzlesim"]).__name__
         'PuzzleSim'
     """
     _check_config(cfg)
     out: dict[str, Metric] = {}
-    for name in cfg.metrics:
+    for name, config in metric_configs(cfg, device).items():
         entry = get_metric(name)
-        options, flags = _metric_options(cfg, name)
-        reason = entry.unavailable_reason(options)
+        reason = entry.unavailable_reason(config.options, flags=config.flags)
         if reason is not None:
             raise ValueError(f"scenemetrics nerfstudio callback: metric {name!r} cannot run: {reason}")
-        metric = entry.build(MetricConfig(name, options, torch.device(device), flags=flags))
+        metric = entry.build(config)
         metric.sync_on_compute = False
         out[name] = metric
     return {name: metric.to(device) for name, metric in out.items()}
@@ -175,18 +230,6 @@ def _resize_to(image: Tensor, size: tuple[int, int]) -> Tensor:
     return F.interpolate(image, size=size, mode="bilinear", antialias=True, align_corners=False).clamp(0, 1)
 
 
-def _center_square(image: Tensor) -> Tensor:
-    h, w = image.shape[-2:]
-    s = min(h, w)
-    top, left = (h - s) // 2, (w - s) // 2
-    return image[..., top : top + s, left : left + s]
-
-
-def _c2w_4x4(c2w: Tensor) -> Tensor:
-    bottom = torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=c2w.dtype, device=c2w.device).expand(*c2w.shape[:-2], 1, 4)
-    return torch.cat([c2w[..., :3, :4], bottom], dim=-2)
-
-
 class SceneMetricsTrainingCallback(TrainingCallback):
     """nerfstudio ``TrainingCallback`` that renders eval views every ``config.every_n_steps`` iterations and logs.
 
@@ -206,7 +249,7 @@ class SceneMetricsTrainingCallback(TrainingCallback):
                 return super().get_training_callbacks(attrs) + [SceneMetricsTrainingCallback(self, cfg)]
     """
 
-    def __init__(self, pipeline: VanillaPipeline, config: SceneMetricsNerfstudioConfig) -> None:
+    def __init__(self, pipeline: VanillaPipeline, config: Any) -> None:
         _check_config(config)
         super().__init__(
             where_to_run=[TrainingCallbackLocation.AFTER_TRAIN_ITERATION],
@@ -261,8 +304,8 @@ class SceneMetricsTrainingCallback(TrainingCallback):
             max_logged_images=cfg.max_logged_images,
             map_colormap=cfg.map_colormap,
             prefix=cfg.prefix,
+            configs=metric_configs(cfg, device),
         )
-        runner.update_fns = {name: self._square_update(runner, name) for name, a in runner.adapters.items() if a.square}
         self.runner = runner
         train = pipeline.datamanager.train_dataset
         evals = pipeline.datamanager.eval_dataset
@@ -275,19 +318,14 @@ class SceneMetricsTrainingCallback(TrainingCallback):
             for metric in referenced:
                 metric.set_references(torch.cat(refs).to(device) if same_size else [r[0].to(device) for r in refs])
         needs_cameras = any("cameras" in adapter.inputs for adapter in runner.adapters.values())
-        centres = train.cameras.camera_to_worlds[:, :3, 3]
+        train_c2w = train.cameras.camera_to_worlds
         for i in evenly_spaced(len(evals), cfg.num_eval_views):
             view: dict[str, Any] = {"index": i, "camera": evals.cameras[i : i + 1]}
-            if needs_cameras:
-                import scenemetrics as sm
-
+            if needs_cameras:  # the source view: the training view whose camera centre is nearest
                 c2w = evals.cameras.camera_to_worlds[i]
-                j = int(torch.linalg.vector_norm(centres - c2w[:3, 3], dim=-1).argmin())
+                j = int(torch.linalg.vector_norm(train_c2w[:, :3, 3] - c2w[:3, 3], dim=-1).argmin())
                 view["source"] = self._load(train, j)
-                spherical = sm.prism.spherical_from_c2w
-                view["pose"] = sm.prism.relative_pose(
-                    spherical(_c2w_4x4(train.cameras.camera_to_worlds[j]).float()), spherical(_c2w_4x4(c2w).float())
-                )
+                view["cameras"] = (train_c2w[j], c2w)  # the metrics' adapters turn them into their pose
             self._views.append(view)
 
     def _load(self, dataset: Any, index: int) -> Tensor:
@@ -317,37 +355,10 @@ class SceneMetricsTrainingCallback(TrainingCallback):
             source = view["source"]
             extras = {
                 "source": source if tuple(source.shape[-2:]) == size else _resize_to(source, size),
-                "pose": view["pose"],
+                "cameras": view["cameras"],
             }
         item = RenderedView(render, target.to(render.device), extras)
         return prepare_view(item, "nerfstudio model.get_outputs_for_camera", view["index"])
-
-    def _square_update(self, runner: MetricRunner, name: str) -> Any:
-        """The update of a metric whose adapter needs square views: non-square views are skipped (one warning), or
-        centre-cropped with ``<name>_center_crop``."""
-        crop = bool(getattr(self.config, f"{name}_center_crop", False))
-        wanted = UPDATE_SIGNATURES[runner.kind(name)]
-
-        def update(metric: Metric, render: Tensor, target: Tensor | None, extras: Any) -> bool:
-            if "target" in wanted and target is None:
-                return False
-            values: dict[str, Any] = {"render": render, "target": target}
-            if "source" in wanted:
-                values["source"], values["pose"] = extras["source"].to(render.device), extras["pose"].to(render.device)
-            if render.shape[-2] != render.shape[-1]:
-                if not crop:
-                    flag = f"--pipeline.scenemetrics.{name.replace('_', '-')}-center-crop"
-                    self._warn_once(
-                        f"{name}_square",
-                        f"scenemetrics nerfstudio callback: {name} needs square views; non-square views are skipped "
-                        f"for it ({flag} True crops them to a centred square for {name} only)",
-                    )
-                    return False
-                values = {k: _center_square(v) if k != "pose" and v is not None else v for k, v in values.items()}
-            metric.update(*(values[key] for key in wanted))
-            return True
-
-        return update
 
 
 @dataclass
@@ -355,7 +366,9 @@ class SceneMetricsPipelineConfig(VanillaPipelineConfig):
     """``VanillaPipelineConfig`` plus the ``scenemetrics`` options (``--pipeline.scenemetrics.*``)."""
 
     _target: type = field(default_factory=lambda: SceneMetricsPipeline)
-    scenemetrics: SceneMetricsNerfstudioConfig = field(default_factory=SceneMetricsNerfstudioConfig)
+    scenemetrics: SceneMetricsNerfstudioConfig = field(  # type: ignore[valid-type]
+        default_factory=SceneMetricsNerfstudioConfig
+    )
 
 
 class SceneMetricsPipeline(VanillaPipeline):

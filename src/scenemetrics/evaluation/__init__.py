@@ -6,8 +6,8 @@ rerun resumes, and writes a leaderboard (CSV/JSON) and a static HTML report. Nam
 
 Example:
     >>> from scenemetrics import evaluation
-    >>> "puzzlesim" in evaluation.metric_names()
-    True
+    >>> evaluation.EvalConfig(root="runs", out="results").metrics
+    ('psnr', 'ssim', 'lpips', 'puzzlesim')
 """
 
 from __future__ import annotations
@@ -22,20 +22,6 @@ _EXPORTS = {
     "detect_layout": "layout",
     "discover_units": "layout",
     "read_cameras": "layout",
-    "INPUTS": "registry",
-    "MetricConfig": "registry",
-    "MetricAdapter": "registry",
-    "MetricEntry": "registry",
-    "adapter_for": "registry",
-    "ViewItem": "registry",
-    "default_arguments": "registry",
-    "get_metric": "registry",
-    "load_plugins": "registry",
-    "metric_kind": "registry",
-    "metric_names": "registry",
-    "register_metric": "registry",
-    "resolve_metrics": "registry",
-    "unregister_metric": "registry",
     "EvalConfig": "config",
     "EvalSummary": "config",
     "pooled_values": "states",

@@ -14,9 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from scenemetrics import cliutils as _cli
+from scenemetrics.registry import Option, OptionFlag, load_plugins, option_flags, parse_metric_option
 
 __all__ = ["options_from_args", "register", "run"]
 
@@ -27,25 +29,54 @@ per finished unit; a rerun skips what is done), results.csv, leaderboard.csv, re
 See docs/eval.md.
 """
 
-# named flag -> (metrics it applies to, option key)
-_NAMED = {
-    "puzzlesim_weights": (("puzzlesim",), "weights"),
-    "puzzlesim_backbone": (("puzzlesim",), "backbone"),
-    "lpips_weights": (("lpips",), "weights"),
-    "lpips_net": (("lpips",), "net"),
-    "osim_weights": (("osim",), "weights"),
-    "osim_detector": (("osim",), "detector"),
-    "osim_conf": (("osim",), "conf"),
-    "osim_nms": (("osim",), "nms"),
-    "osim_saliency": (("osim",), "saliency"),
-    "prism_model": (("prism", "prism_mmd"), "model"),
-    "prism_head": (("prism", "prism_mmd"), "head"),
-    "prism_anchors": (("prism_mmd",), "anchors"),
-    "prism_center_crop": (("prism", "prism_mmd"), "center_crop"),
-}
+_METAVARS = {str: "NAME", int: "N", float: "F"}
 
-_WEIGHTS_FOLDER_METRICS = ("puzzlesim", "lpips", "osim")
-"""Metrics that search ``--weights DIR`` for their checkpoint file when their own weights flag is not given."""
+
+def _metavar(opt: Option) -> str:
+    if opt.choices is not None and not isinstance(opt.choices, str):
+        return "{" + ",".join(map(str, opt.choices)) + "}"
+    if opt.type in _METAVARS:
+        return _METAVARS[opt.type]
+    return "PATH" if "path" in opt.type_text else "LIST"
+
+
+def _flag_help(flag: OptionFlag) -> str:
+    opt = flag.option
+    text = opt.help
+    if opt.default is not None and not opt.is_flag:
+        text += f" (default: {opt.default})"
+    if len(flag.metrics) > 1:
+        text += f" [{', '.join(flag.metrics)}]"
+    return text.replace("%", "%%")
+
+
+def _flag_type(flag: OptionFlag) -> Any:
+    from scenemetrics.registry import get_metric
+
+    adapter = get_metric(flag.metrics[0])
+
+    def parse(text: str) -> Any:
+        try:
+            return adapter.parse_option(flag.key, text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    return parse
+
+
+def _add_option_flags(group: argparse._ArgumentGroup) -> tuple[OptionFlag, ...]:
+    """One ``--<family>-<key>`` flag per option of the metrics registered now (the built-in ones)."""
+    flags = tuple(option_flags())
+    for flag in flags:
+        name = "--" + flag.name.replace("_", "-")
+        if flag.option.is_flag:
+            help_text = _flag_help(flag)
+            group.add_argument(name, dest=flag.name, action="store_const", const=True, default=None, help=help_text)
+        else:
+            group.add_argument(
+                name, dest=flag.name, type=_flag_type(flag), metavar=_metavar(flag.option), help=_flag_help(flag)
+            )
+    return flags
 
 
 def _csv_list(text: str) -> list[str]:
@@ -102,43 +133,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--methods", type=_csv_list, metavar="LIST", help="only these methods (comma-separated)")
     p.add_argument("--scenes", type=_csv_list, metavar="LIST", help="only these scenes (comma-separated)")
 
-    w = p.add_argument_group("metric weights and options")
-    w.add_argument("--puzzlesim-weights", metavar="PATH", help="PuzzleSim backbone checkpoint (file or folder)")
-    w.add_argument("--puzzlesim-backbone", metavar="NAME", help="squeezenet1_1 (default), alexnet or vgg16")
-    w.add_argument("--lpips-weights", metavar="PATH", help="torchvision checkpoint of LPIPS's backbone")
-    w.add_argument("--lpips-net", choices=("alex", "vgg", "squeeze"), help="LPIPS backbone (default alex)")
-    w.add_argument("--osim-weights", metavar="PATH", help="YOLOX checkpoint (file or folder)")
-    w.add_argument("--osim-detector", metavar="NAME", help="YOLOX variant (yolox_x; yolox_nano when random)")
-    w.add_argument("--osim-conf", type=float, metavar="F", help="OSIM detection confidence threshold (0.35)")
-    w.add_argument("--osim-nms", type=float, metavar="F", help="OSIM NMS IoU threshold (0.45)")
-    w.add_argument("--osim-saliency", choices=("gbvs", "uniform"), help="OSIM saliency weighting (gbvs)")
-    w.add_argument("--prism-model", metavar="DIR|REPO", help="Zero123 diffusers folder or hub id (PRISM)")
-    w.add_argument("--prism-head", metavar="FILE", help="PRISM projection head (.safetensors); omitted: raw mode")
-    w.add_argument("--prism-anchors", metavar="FILE", help="anchor embeddings for prism_mmd (scenemetrics prism embed)")
-    w.add_argument(
-        "--prism-center-crop",
-        action="store_const",
-        const=True,
-        default=None,
-        help="crop source, render and ground truth to their central square before PRISM (non-square views)",
-    )
+    w = p.add_argument_group("metric options (each metric's own; --metric-option for any metric, plugins included)")
+    flags = _add_option_flags(w)
     w.add_argument(
         "--metric-option",
         action="append",
         default=[],
         metavar="METRIC.KEY=VALUE",
-        help="any metric option (VALUE parsed as JSON when it is JSON), repeatable",
+        help="an option of any metric, e.g. puzzlesim.layers=[2,3] (VALUE: JSON, a list as 2,3, or text), repeatable",
     )
     w.add_argument(
         "--plugin",
         action="append",
         default=[],
         metavar="MODULE|FILE.py",
-        help="import a module that registers more metrics (scenemetrics.evaluation.register_metric), repeatable",
+        help="import a module that registers more metrics (scenemetrics.registry.register_metric), repeatable",
     )
     _cli.add_weights_arg(
         w,
-        help="folder searched by PuzzleSim, LPIPS and OSIM for their checkpoint files (a metric's own "
+        help="folder searched for their checkpoint files by the metrics with a weights option (a metric's own "
         "--<metric>-weights wins)",
     )
 
@@ -155,33 +168,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _cli.add_device_arg(p)
     _cli.add_distributed_args(p)
     _cli.add_quiet_arg(p)
-    p.set_defaults(func=run)
-
-
-def _parse_value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
+    p.set_defaults(func=run, option_flags=flags)
 
 
 def options_from_args(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    """Per-metric options from the named flags and ``--metric-option``; ``CLIError`` for a malformed option."""
+    """Per-metric options from the ``--<family>-<key>`` flags, ``--weights DIR`` (for every metric with a
+    ``weights`` option) and ``--metric-option`` (checked against the metric's schema; plugins must be loaded).
+
+    Raises:
+        scenemetrics.cliutils.UsageError: a malformed ``--metric-option``, an unknown metric or key, or a bad value
+            (the message names the metric, the key and the valid keys).
+    """
     options: dict[str, dict[str, Any]] = {}
-    for attr, (names, key) in _NAMED.items():
-        value = getattr(args, attr, None)
+    flags = getattr(args, "option_flags", ())
+    for flag in flags:
+        value = getattr(args, flag.name, None)
         if value is not None:
-            for name in names:
-                options.setdefault(name, {})[key] = value
+            for name in flag.metrics:
+                options.setdefault(name, {})[flag.key] = value
     if getattr(args, "weights", None) is not None:
-        for name in _WEIGHTS_FOLDER_METRICS:
-            options.setdefault(name, {}).setdefault("weights", args.weights)
+        for flag in flags:
+            if flag.key == "weights":
+                for name in flag.metrics:
+                    options.setdefault(name, {}).setdefault("weights", args.weights)
     for spec in args.metric_option:
-        name, dot, rest = spec.partition(".")
-        key, eq, value = rest.partition("=")
-        if not (dot and eq and name and key):
-            raise _cli.CLIError(f"--metric-option must look like METRIC.KEY=VALUE; received {spec!r}")
-        options.setdefault(name, {})[key] = _parse_value(value)
+        try:
+            name, key, value = parse_metric_option(spec)
+        except ValueError as err:
+            raise _cli.UsageError(f"--metric-option: {err}") from None
+        options.setdefault(name, {})[key] = value
     return options
 
 
@@ -216,6 +231,10 @@ def run(args: argparse.Namespace) -> int:
         _cli.random_weights_banner(args)
     elif args.random_weights and args.weights is not None:
         raise _cli.CLIError("--weights and --random-weights exclude each other; pass one of them")
+    try:
+        load_plugins(args.plugin)
+    except (ImportError, FileNotFoundError) as err:
+        raise _cli.UsageError(str(err)) from None
     config = EvalConfig(
         root=args.root,
         predictions=tuple(args.predictions),
@@ -253,7 +272,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if summary.failures:
         for group in summary.error_groups:
-            print(f"scenemetrics: error: {_group_text(group)}", file=sys.stderr)
+            print(f"scenemetrics: error: {_group_text(group, args.option_flags)}", file=sys.stderr)
         listed = " above" if summary.error_groups else ""
         raise _cli.CLIError(
             f"{len(summary.failures)} (method, scene, metric) result(s) failed{listed}; every result is in "
@@ -262,11 +281,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _weights_flag(metric: str) -> str:
-    return f"--{metric}-weights" if f"{metric}_weights" in _NAMED else f"--metric-option {metric}.weights="
+def _weights_flag(metric: str, flags: Sequence[OptionFlag]) -> tuple[str, bool]:
+    """How ``metric``'s weights are set on this command line, and whether ``--weights DIR`` reaches them too."""
+    for flag in flags:
+        if flag.key == "weights" and metric in flag.metrics:
+            return "--" + flag.name.replace("_", "-"), True
+    return f"--metric-option {metric}.weights=", False
 
 
-def _group_text(group: dict[str, Any]) -> str:
+def _group_text(group: dict[str, Any], flags: Sequence[OptionFlag] = ()) -> str:
     """One line for one distinct error: the metric, how many units (the first few named) and the message.
 
     A missing checkpoint names the command's flags (``--puzzlesim-weights PATH``, ``--random-weights``) instead of
@@ -275,8 +298,8 @@ def _group_text(group: dict[str, Any]) -> str:
     metric, message, units = group["metric"], group["error"], group["units"]
     names = ", ".join(units[:3]) + (f" and {len(units) - 3} more" if len(units) > 3 else "")
     if message.startswith("WeightsNotFoundError:"):
-        flag = _weights_flag(metric)
+        flag, folder = _weights_flag(metric, flags)
         message = _cli.weights_message(message, flag)
-        if metric in _WEIGHTS_FOLDER_METRICS:
+        if folder:
             message = message.replace(f"pass {flag} PATH", f"pass {flag} PATH (or --weights DIR)")
     return f"{metric} failed in {len(units)} unit{'' if len(units) == 1 else 's'} ({names}): {message}"

@@ -1,7 +1,7 @@
 """Planning a run: the units to evaluate and, per unit, the metrics not yet done with the same options and inputs.
 
 A (unit, metric) is done when its latest record in the commit log is ``ok`` or ``skipped`` with the same metric
-fingerprint (:func:`~scenemetrics.evaluation.records.metric_fingerprint`) and the same input files (name, size,
+fingerprint (:meth:`~scenemetrics.registry.MetricAdapter.fingerprint`) and the same input files (name, size,
 modification time); ``force`` recomputes everything.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from scenemetrics.evaluation.config import EvalConfig
 from scenemetrics.evaluation.layout import Unit, discover_units
-from scenemetrics.evaluation.records import RESULTS_FILE, latest_cells, metric_fingerprint, read_records
+from scenemetrics.evaluation.records import RESULTS_FILE, latest_cells, read_records
 from scenemetrics.registry import MetricAdapter
 
 __all__ = ["Plan", "make_plan"]
@@ -80,9 +80,7 @@ def make_plan(config: EvalConfig, entries: list[MetricAdapter], unavailable: dic
     """Discover the units and decide what each still needs (rank 0 only; the plan is broadcast)."""
     out = Path(config.out)
     units = _units(config, out)
-    fingerprints = {
-        e.name: metric_fingerprint(e, config.options.get(e.name, {}), config.random_weights) for e in entries
-    }
+    fingerprints = {e.name: e.fingerprint(config.options.get(e.name, {}), config.random_weights) for e in entries}
     cells = latest_cells(read_records(out / RESULTS_FILE))
     todo, inputs = {}, {}
     for unit in units:

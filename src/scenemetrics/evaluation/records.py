@@ -1,4 +1,4 @@
-"""The commit log ``<out>/results.jsonl``: reading, appending (flush + fsync), fingerprints, and committing a unit.
+"""The commit log ``<out>/results.jsonl``: reading, appending (flush + fsync), and committing a unit.
 
 One JSON line per evaluated unit is the commit point: the unit's metric states (``states/<method>/<scene>/<run>.pt``)
 and map thumbnails are written first (each atomically), then the line is appended. A run killed at any point loses
@@ -16,7 +16,6 @@ Example:
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import warnings
@@ -29,7 +28,6 @@ from scenemetrics.jsonio import dumps, restore
 
 if TYPE_CHECKING:
     from scenemetrics.evaluation.planning import Plan
-    from scenemetrics.registry import MetricAdapter
 
 __all__ = [
     "RECORD_FORMAT",
@@ -38,7 +36,6 @@ __all__ = [
     "atomic_torch_save",
     "commit_unit",
     "latest_cells",
-    "metric_fingerprint",
     "read_records",
 ]
 
@@ -103,16 +100,6 @@ def atomic_torch_save(obj: Any, path: Path) -> None:
     buf = io.BytesIO()
     torch.save(obj, buf)
     atomic_write_bytes(path, buf.getvalue())
-
-
-def metric_fingerprint(entry: MetricAdapter, options: Mapping[str, Any], random_weights: bool) -> str:
-    """A short hash of what changes a metric's scores: its score-relevant options and ``random_weights``."""
-    keys = sorted(options) if entry.fingerprint_options is None else sorted(entry.fingerprint_options)
-    relevant = {k: options.get(k) for k in keys if options.get(k) is not None}
-    text = json.dumps(
-        {"metric": entry.name, "options": relevant, "random": bool(random_weights)}, sort_keys=True, default=str
-    )
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def latest_cells(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, dict]]:

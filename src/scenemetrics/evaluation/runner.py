@@ -23,7 +23,7 @@ The jobs live in their own modules: :mod:`~scenemetrics.evaluation.config` (``Ev
 :mod:`~scenemetrics.evaluation.planning`, :mod:`~scenemetrics.evaluation.processes` (one process or Fabric),
 :mod:`~scenemetrics.evaluation.unit` (one unit, stage by stage), :mod:`~scenemetrics.evaluation.records` (the commit
 log), :mod:`~scenemetrics.evaluation.states` (values, states, pooling) and :mod:`~scenemetrics.evaluation.report`.
-This module drives them and keeps every public name it has always had.
+This module drives them.
 
 Example:
     >>> from scenemetrics.evaluation import EvalConfig
@@ -34,43 +34,23 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import sys
 import tempfile
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from scenemetrics.evaluation.config import RANDOM_BANNER, EvalConfig, EvalSummary
+from scenemetrics.evaluation.config import EvalConfig, EvalSummary
 from scenemetrics.evaluation.planning import make_plan
 from scenemetrics.evaluation.processes import FabricProcesses, LocalProcess, make_fabric
-from scenemetrics.evaluation.records import (
-    RECORD_FORMAT,
-    RESULTS_FILE,
-    append_record,
-    commit_unit,
-    latest_cells,
-    metric_fingerprint,
-    read_records,
-)
-from scenemetrics.evaluation.states import pooled_values
+from scenemetrics.evaluation.records import commit_unit
 from scenemetrics.evaluation.unit import UnitMetrics, error_text, evaluate_unit_safely, print_line
-from scenemetrics.registry import get_metric, load_plugins, resolve_metrics
+from scenemetrics.registry import check_metric_options, load_plugins, resolve_metrics
 
-__all__ = [
-    "RANDOM_BANNER",
-    "RECORD_FORMAT",
-    "RESULTS_FILE",
-    "EvalConfig",
-    "EvalSummary",
-    "append_record",
-    "latest_cells",
-    "metric_fingerprint",
-    "pooled_values",
-    "read_records",
-    "run_evaluation",
-]
+__all__ = ["run_evaluation"]
 
 
 def run_evaluation(config: EvalConfig) -> EvalSummary | None:
@@ -128,11 +108,9 @@ def _is_terminal() -> bool:
 
 def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
     load_plugins(config.plugins)
+    # an option of an unknown metric, an unknown key or a bad value is a usage error (each metric's schema)
+    config = dataclasses.replace(config, options=check_metric_options(config.options))
     entries, unavailable = resolve_metrics(config.metrics, config.options, config.random_weights)
-    for name, value in config.options.items():
-        get_metric(name)  # an option for an unknown metric is a usage error
-        if not isinstance(value, Mapping):
-            raise ValueError(f"options of metric {name!r} must be a mapping; received {type(value).__name__}")
     if config.background not in (None, "white", "black"):
         raise ValueError(f"`background` must be 'white', 'black' or None; received {config.background!r}")
     if not (isinstance(config.max_thumbnails, int) and config.max_thumbnails >= 0):
@@ -174,6 +152,7 @@ def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
         talk = rank0 and not config.quiet
         show = talk and _is_terminal()  # bars only on a terminal; a log gets one plain line per unit instead
         metrics = UnitMetrics(config, dist.device, work, announce=talk)
+        by_name = {e.name: e for e in entries}
         from tqdm.auto import tqdm
 
         overall = stack.enter_context(tqdm(total=len(pending), desc="units", disable=not show, file=sys.stderr))
@@ -184,7 +163,8 @@ def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
             i = k * dist.world_size + dist.rank
             payload = None
             if i < len(pending):
-                payload = evaluate_unit_safely(pending[i], plan.todo[pending[i].key], metrics, config, show)
+                adapters = [by_name[name] for name in plan.todo[pending[i].key]]
+                payload = evaluate_unit_safely(pending[i], adapters, metrics, config, show)
             gathered = dist.all_gather(payload)
             if rank0:
                 try:

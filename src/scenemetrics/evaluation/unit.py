@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from scenemetrics.evaluation.layout import Unit, View, read_cameras
 from scenemetrics.evaluation.states import cpu_states, scalars
-from scenemetrics.registry import MetricAdapter, MetricConfig, ViewItem, get_metric
+from scenemetrics.registry import MetricAdapter, MetricConfig, ViewItem
 
 if TYPE_CHECKING:
     from scenemetrics.evaluation.config import EvalConfig
@@ -67,25 +67,33 @@ class UnitMetrics:
         self.work_dir = work_dir
         self.announce = announce  # say what a (possibly multi-second) first build does
         self._built: dict[str, Any] = {}
+        self._configs: dict[str, MetricConfig] = {}
         self._failed: dict[str, BaseException] = {}
 
-    def get(self, name: str) -> Any:
+    def metric_config(self, adapter: MetricAdapter) -> MetricConfig:
+        """The checked configuration ``adapter``'s metric is built and fed with in this process."""
+        if adapter.name not in self._configs:
+            self._configs[adapter.name] = adapter.configure(
+                MetricConfig(
+                    name=adapter.name,
+                    options=dict(self.config.options.get(adapter.name, {})),
+                    device=self.device,
+                    random_weights=self.config.random_weights,
+                    work_dir=self.work_dir,
+                )
+            )
+        return self._configs[adapter.name]
+
+    def get(self, adapter: MetricAdapter) -> Any:
+        name = adapter.name
         if name in self._failed:
             raise self._failed[name]
         if name not in self._built:
-            entry = get_metric(name)
-            cfg = MetricConfig(
-                name=name,
-                options=dict(self.config.options.get(name, {})),
-                device=self.device,
-                random_weights=self.config.random_weights,
-                work_dir=self.work_dir,
-            )
             if self.announce:
                 weights = "random weights" if self.config.random_weights else "loading its weights"
                 print_line(f"building {name} on {self.device} ({weights}) ...")
             try:
-                metric = entry.build(cfg)
+                metric = adapter.build(self.metric_config(adapter))
                 from torchmetrics import Metric
 
                 if not isinstance(metric, Metric):
@@ -195,21 +203,6 @@ def _missing_input(entry: MetricAdapter, unit: Unit) -> tuple[str, str] | None:
     return None
 
 
-def _pose_tensor(cam: Any) -> Any:
-    import torch
-
-    if cam.pose is not None:
-        return torch.tensor([cam.pose], dtype=torch.float32)
-    from scenemetrics import prism
-
-    def spherical(c: Mapping[str, Any]) -> Any:
-        if "c2w" in c:
-            return prism.spherical_from_c2w(torch.tensor(c["c2w"], dtype=torch.float64))
-        return torch.tensor([c["polar_deg"], c["azimuth_deg"], c["radius"]], dtype=torch.float64)
-
-    return prism.relative_pose(spherical(cam.source_camera), spherical(cam.target_camera)).reshape(1, 3).float()
-
-
 class _Capture:
     """Collects the warnings raised while calling a metric, attributed to it."""
 
@@ -238,6 +231,7 @@ class UnitRun:
 
     Attributes:
         unit: the unit.
+        adapters: metric -> its adapter, for every metric asked for in this unit.
         cells: metric -> result cell (``status`` and values, reason or error).
         active: metric -> instance still running (a failure removes it).
         states, thumbs, objects, per_view: what the payload carries per metric.
@@ -247,6 +241,7 @@ class UnitRun:
     """
 
     unit: Unit
+    adapters: dict[str, MetricAdapter] = field(default_factory=dict)
     cells: dict[str, dict[str, Any]] = field(default_factory=dict)
     active: dict[str, Any] = field(default_factory=dict)
     states: dict[str, Any] = field(default_factory=dict)
@@ -282,17 +277,17 @@ class UnitRun:
             self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
 
 
-def start_metrics(run: UnitRun, names: Sequence[str], metrics: UnitMetrics) -> None:
+def start_metrics(run: UnitRun, metrics: UnitMetrics) -> None:
     """Skip (or fail) metrics the unit cannot feed; build and reset the others."""
-    for name in names:
-        missing = _missing_input(get_metric(name), run.unit)
+    for name, adapter in run.adapters.items():
+        missing = _missing_input(adapter, run.unit)
         if missing is not None:
             status, why = missing
             run.cells[name] = {"status": status, "error" if status == "error" else "reason": why}
             continue
         try:
             with run.capture(name):
-                metric = metrics.get(name)
+                metric = metrics.get(adapter)
                 metric.reset()
             run.active[name] = metric
             run.timings[name] = 0.0
@@ -303,7 +298,7 @@ def start_metrics(run: UnitRun, names: Sequence[str], metrics: UnitMetrics) -> N
 def load_cameras(run: UnitRun) -> dict[str, Any]:
     """The unit's ``cameras.json`` entries when an active metric needs them (``{}`` otherwise or on failure)."""
     unit = run.unit
-    users = [n for n in run.active if "cameras" in get_metric(n).inputs]
+    users = [n for n in run.active if "cameras" in run.adapters[n].inputs]
     if not users:
         return {}
     try:
@@ -322,7 +317,7 @@ def load_cameras(run: UnitRun) -> dict[str, Any]:
 
 def give_references(run: UnitRun, config: EvalConfig, device: Any) -> None:
     """Load the unit's training views once and hand them to every metric fed by references."""
-    ref_metrics = [n for n in run.active if get_metric(n).update_kind(run.active[n]) == "references"]
+    ref_metrics = [n for n in run.active if run.adapters[n].update_kind(run.active[n]) == "references"]
     if not ref_metrics:
         return
     try:
@@ -349,31 +344,39 @@ def load_view(
 
     ``sources`` caches the loaded source views (many views usually share one). Raises on unreadable inputs.
     """
-    needs_gt = any("gt" in get_metric(n).inputs for n in run.active)
+    import torch
+
+    needs_gt = any("gt" in run.adapters[n].inputs for n in run.active)
     render = _load_image(view.render, config.background, run.notes).to(device)
     target = None
     if needs_gt and view.gt is not None:
         target = _load_image(view.gt, config.background, run.notes).to(device)
-    source = pose = None
+    source = pose = view_cameras = None
     if view.name in cameras:
         cam = cameras[view.name]
         if cam.source not in sources:
             sources[cam.source] = _load_image(cam.source, config.background, run.notes).to(device)
         source = sources[cam.source][None]
-        pose = _pose_tensor(cam).to(device)
-    item = ViewItem(view.name, run.unit.key, render[None], None if target is None else target[None], source, pose)
+        if cam.pose is not None:
+            pose = torch.tensor([cam.pose], dtype=torch.float32).to(device)
+        else:  # the adapters of the metrics that take cameras turn them into their pose
+            view_cameras = (cam.source_camera, cam.target_camera)
+    target_batch = None if target is None else target[None]
+    item = ViewItem(view.name, run.unit.key, render[None], target_batch, source, pose, view_cameras)
     if view.mask is None or target is None:
         return item, item
     mask = _load_mask(view.mask, render.shape).to(device)
     return item, dataclasses.replace(item, render=(render * mask)[None], target=(target * mask)[None])
 
 
-def update_metrics(run: UnitRun, index: int, item: ViewItem, masked: ViewItem, config: EvalConfig) -> None:
+def update_metrics(
+    run: UnitRun, index: int, item: ViewItem, masked: ViewItem, metrics: UnitMetrics, config: EvalConfig
+) -> None:
     """Feed one view to every active metric; keep its per-view value, map thumbnail and object records."""
     render = item.render[0]
     target = None if item.target is None else item.target[0]
     for name in list(run.active):
-        entry = get_metric(name)
+        entry = run.adapters[name]
         metric = run.active[name]
         with run.timed(name):
             try:
@@ -383,7 +386,7 @@ def update_metrics(run: UnitRun, index: int, item: ViewItem, masked: ViewItem, c
                         "differ in size (nothing is resized)"
                     )
                 view_item = masked if "gt" in entry.inputs else item  # masks restrict full-reference scores
-                args = entry.update_args(metric, view_item, config.options.get(name, {}))
+                args = entry.update_args(metric, view_item, metrics.metric_config(entry))
                 with run.capture(name):
                     if entry.per_view:
                         value = metric(*args)
@@ -456,15 +459,16 @@ def _payload(run: UnitRun, seconds: float) -> dict[str, Any]:
 
 
 def evaluate_unit(
-    unit: Unit, names: Sequence[str], metrics: UnitMetrics, config: EvalConfig, show_progress: bool
+    unit: Unit, adapters: Sequence[MetricAdapter], metrics: UnitMetrics, config: EvalConfig, show_progress: bool
 ) -> dict[str, Any]:
-    """Evaluate ``names`` on ``unit`` with this process's ``metrics``; returns the payload to commit."""
+    """Evaluate the ``adapters``' metrics on ``unit`` with this process's ``metrics``; returns the payload to
+    commit."""
     import torch
     from tqdm.auto import tqdm
 
     t_start = time.perf_counter()
-    run = UnitRun(unit)
-    start_metrics(run, names, metrics)
+    run = UnitRun(unit, {a.name: a for a in adapters})
+    start_metrics(run, metrics)
     cameras = load_cameras(run)
     sources: dict[Path, Any] = {}
     with torch.no_grad():
@@ -479,17 +483,17 @@ def evaluate_unit(
             except Exception as err:
                 run.fail_all(ValueError(f"view {view.name!r}: {error_text(err)}"))
                 break
-            update_metrics(run, index, item, masked, config)
+            update_metrics(run, index, item, masked, metrics, config)
         compute_metrics(run)
     return _payload(run, time.perf_counter() - t_start)
 
 
 def evaluate_unit_safely(
-    unit: Unit, names: Sequence[str], metrics: UnitMetrics, config: EvalConfig, show_progress: bool
+    unit: Unit, adapters: Sequence[MetricAdapter], metrics: UnitMetrics, config: EvalConfig, show_progress: bool
 ) -> dict[str, Any]:
     """:func:`evaluate_unit`, turning an unexpected failure into an error for every metric of the unit."""
     try:
-        return evaluate_unit(unit, names, metrics, config, show_progress)
+        return evaluate_unit(unit, adapters, metrics, config, show_progress)
     except Exception as err:
         cell = {"status": "error", "error": error_text(err), "traceback": traceback.format_exc()[-4000:]}
         return {
@@ -497,7 +501,7 @@ def evaluate_unit_safely(
             "scene": unit.scene,
             "layout": unit.layout,
             "num_views": len(unit.views),
-            "metrics": {name: dict(cell) for name in names},
+            "metrics": {a.name: dict(cell) for a in adapters},
             "states": {},
             "thumbs": {},
             "objects": {},

@@ -33,7 +33,6 @@ from torch import Tensor, nn
 from scenemetrics.checks import check_int, check_positive
 from scenemetrics.image import check_images
 from scenemetrics.inpainting.inpainters import Inpainter, check_max_batch
-from scenemetrics.puzzlesim.functional import memory_similarity_map
 from scenemetrics.puzzlesim.memory import PuzzleSimMemory
 from scenemetrics.puzzlesim.options import DEFAULT_LAYER_WEIGHTS, DEFAULT_LAYERS, PuzzleSimOptions
 
@@ -237,7 +236,7 @@ def _quality_scorer(
     memory.check_test_images(x, layers=options.layers, name="image")
 
     def score(batch: Tensor) -> Tensor:
-        return memory_similarity_map(memory, batch, options)
+        return memory.similarity_map_for(batch, options)
 
     return score
 

@@ -37,8 +37,6 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from scenemetrics._lazy import lazy_exports
-
 from ._scene import PreparedScene
 from .categories import normalize_label
 
@@ -267,8 +265,3 @@ def set_ranking_from_ranks(
         object_scores=torch.from_numpy(cols),
         compat=compat,
     )
-
-
-# ``set_ranking`` runs the shared pass of ``segmentation.py``, which imports this module (imports flow one way);
-# ``scenemetrics.openlex3d.set_ranking.set_ranking``, its former path, still resolves on first use
-_old_path, __getattr__, __dir__ = lazy_exports(__name__, {"set_ranking": "scenemetrics.openlex3d.segmentation"})

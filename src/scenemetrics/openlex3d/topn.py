@@ -29,7 +29,6 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from scenemetrics._lazy import lazy_exports
 from scenemetrics.checks import check_int
 
 from ._scene import PreparedScene
@@ -137,8 +136,3 @@ def gt_top_labels(scene: PreparedScene, rows: np.ndarray, top: np.ndarray) -> np
     has = scene.gt_rows >= 0
     out[has] = top[np.searchsorted(rows, scene.gt_rows[has])]
     return out
-
-
-# ``topn_frequency`` runs the shared pass of ``segmentation.py``, which imports this module (imports flow one way);
-# ``scenemetrics.openlex3d.topn.topn_frequency``, its former path, still resolves on first use
-_old_path, __getattr__, __dir__ = lazy_exports(__name__, {"topn_frequency": "scenemetrics.openlex3d.segmentation"})

@@ -163,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, tmp: Path) -> int:
     import torch
 
-    from scenemetrics.osim.functional import load_detector
+    from scenemetrics.osim.detector import load_detector
     from scenemetrics.osim.yolox import normalize_variant, random_checkpoint
 
     random_weights = random_weights_banner(args)

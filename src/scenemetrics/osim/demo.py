@@ -66,7 +66,7 @@ def run_demo(
     from tqdm.auto import tqdm
 
     from scenemetrics.jsonio import write_json
-    from scenemetrics.osim.functional import load_detector
+    from scenemetrics.osim.detector import load_detector
     from scenemetrics.osim.metric import OSIM
     from scenemetrics.osim.viz import low_objects_picture
     from scenemetrics.osim.yolox import random_checkpoint

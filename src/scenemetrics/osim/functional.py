@@ -23,39 +23,30 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from scenemetrics.checks import check_choice, check_number
 from scenemetrics.image import check_images
-from scenemetrics.osim.detector import check_model, check_model_classes, clear_detector_cache, load_detector
+from scenemetrics.osim.detector import check_model, check_model_classes, load_detector
+from scenemetrics.osim.options import OSIMOptions, SaliencyFn
 from scenemetrics.osim.saliency import gbvs
-from scenemetrics.osim.yolox import COCO_CLASSES, FEATURE_LAYERS, YOLOX, Letterbox, letterbox_tensor
+from scenemetrics.osim.yolox import COCO_CLASSES, YOLOX, Letterbox, letterbox_tensor
 
 __all__ = [
-    "SALIENCY_MODES",
     "OSIMResult",
     "box_spans",
     "box_to_span",
-    "check_model_classes",
     "class_name",
-    "clear_detector_cache",
-    "load_detector",
     "osim",
     "resolve_class_names",
     "scene_score",
 ]
 
-SALIENCY_MODES = ("gbvs", "uniform")
-"""Named saliency options of :func:`osim` (a callable is accepted too)."""
-
 _MIN_GBVS_SIDE = 16
-
-SaliencyFn = Callable[[Tensor], Tensor]
 
 
 def class_name(class_id: int, names: Sequence[str] | None = None) -> str:
@@ -323,17 +314,6 @@ def _saliency_maps(content: Tensor, saliency: str | SaliencyFn) -> Tensor:
     return sal
 
 
-def _check_options(layer: str, saliency: str | SaliencyFn, conf_threshold: float, nms_threshold: float) -> None:
-    check_choice(layer, "layer", FEATURE_LAYERS)
-    if not callable(saliency) and saliency not in SALIENCY_MODES:
-        raise ValueError(
-            f"`saliency` must be one of {', '.join(map(repr, SALIENCY_MODES))} or a callable; received {saliency!r}"
-        )
-    # detection scores lie in [0, 1]: a conf_threshold above 1 keeps no detection (the empty-scene result)
-    check_number(conf_threshold, "conf_threshold", low=0.0)
-    check_number(nms_threshold, "nms_threshold", low=0.0, high=1.0, low_open=True)
-
-
 def _check_pair(preds: Tensor, target: Tensor, *, check_range: bool = True) -> tuple[Tensor, Tensor]:
     p = check_images(preds, "preds", check_range=check_range)
     t = check_images(target, "target")
@@ -393,33 +373,26 @@ def _empty_result(
 
 
 def _osim(
-    preds: Tensor,
-    target: Tensor,
+    p: Tensor,
+    t: Tensor,
+    options: OSIMOptions,
+    yolox: YOLOX,
     *,
-    detector: str,
-    layer: str,
-    conf_threshold: float,
-    nms_threshold: float,
-    saliency: str | SaliencyFn,
-    weights_path: str | os.PathLike | None,
-    model: YOLOX | None,
     warn: bool,
-    num_classes: int | None = None,
     class_names: Sequence[str] | None = None,
 ) -> OSIMResult:
-    _check_options(layer, saliency, conf_threshold, nms_threshold)
-    p, t = _check_pair(preds, target)
-    yolox = _resolve_model(model, detector, weights_path, t.device, num_classes)
+    """OSIM of checked images (:func:`_check_pair`) with validated ``options`` and a detector on ``t``'s device."""
     num_classes = yolox.num_classes
     names = resolve_class_names(class_names, num_classes)
     if t.shape[0] == 0:
         if warn:
-            _nothing_detected_warning(conf_threshold)
+            _nothing_detected_warning(options.conf_threshold)
         return _empty_result(num_classes, t.device, float("nan"), (0, 0), names)
 
     S = yolox.input_size
+    layer = options.layer
     lb_ref = letterbox_tensor(t, S, True)
-    out = yolox.detect_letterbox(lb_ref, conf_threshold=conf_threshold, nms_threshold=nms_threshold, layers=(layer,))
+    out = yolox._detect_letterbox(lb_ref, options.conf_threshold, options.nms_threshold, (layer,))
     f_ref = out.features[layer]
     with torch.no_grad():
         f_test = yolox.extract(letterbox_tensor(p, S, True).canvas, (layer,))[layer]
@@ -429,11 +402,11 @@ def _osim(
     counts = [len(d) for d in dets]
     if sum(counts) == 0:
         if warn:
-            _nothing_detected_warning(conf_threshold)
+            _nothing_detected_warning(options.conf_threshold)
         return _empty_result(num_classes, t.device, lb_ref.ratio, lb_ref.content_size, names)
 
     with torch.no_grad():
-        sal = _saliency_maps(_content_rgb(lb_ref), saliency)
+        sal = _saliency_maps(_content_rgb(lb_ref), options.saliency)
     view = torch.repeat_interleave(torch.arange(len(dets), device=t.device), torch.tensor(counts, device=t.device))
     boxes_lb = torch.cat([d.boxes_letterbox for d in dets])
     step = S / cos.shape[-1]
@@ -444,7 +417,7 @@ def _osim(
     r_sum, s_sum, count = _class_sums(classes, r, s, num_classes)
     seen = torch.nonzero(count > 0).flatten().tolist()
     return OSIMResult(
-        score=scene_score(r_sum, s_sum, count, warn=warn, conf_threshold=conf_threshold),
+        score=scene_score(r_sum, s_sum, count, warn=warn, conf_threshold=options.conf_threshold),
         per_class={c: float(r_sum[c] / count[c]) for c in seen},
         class_saliency={c: float(s_sum[c] / count[c]) for c in seen},
         class_counts={c: int(count[c]) for c in seen},
@@ -514,18 +487,8 @@ def osim(
         >>> bool(0 <= float(res.score) < 1), res.r.shape == res.s.shape
         (True, True)
     """
+    opts = OSIMOptions(detector, layer, conf_threshold, nms_threshold, saliency)
+    p, t = _check_pair(preds, target)
+    yolox = _resolve_model(model, opts.detector, weights_path, t.device, num_classes)
     with torch.no_grad():
-        return _osim(
-            preds,
-            target,
-            detector=detector,
-            layer=layer,
-            conf_threshold=conf_threshold,
-            nms_threshold=nms_threshold,
-            saliency=saliency,
-            weights_path=weights_path,
-            model=model,
-            warn=True,
-            num_classes=num_classes,
-            class_names=class_names,
-        )
+        return _osim(p, t, opts, yolox, warn=True, class_names=class_names)

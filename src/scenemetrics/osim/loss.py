@@ -20,15 +20,8 @@ from torch import Tensor, nn
 
 from scenemetrics.image import check_images
 from scenemetrics.osim.detector import FrozenDetector
-from scenemetrics.osim.functional import (
-    SaliencyFn,
-    _box_means,
-    _check_options,
-    _class_sums,
-    _content_rgb,
-    _saliency_maps,
-    box_spans,
-)
+from scenemetrics.osim.functional import _box_means, _class_sums, _content_rgb, _saliency_maps, box_spans
+from scenemetrics.osim.options import OSIMOptions, SaliencyFn
 from scenemetrics.osim.yolox import YOLOX, letterbox_tensor
 
 __all__ = ["OSIMLoss"]
@@ -86,13 +79,9 @@ class OSIMLoss(nn.Module):
         num_classes: int | None = None,
     ) -> None:
         super().__init__()
-        _check_options(layer, saliency, conf_threshold, nms_threshold)
+        self.options = OSIMOptions(detector, layer, conf_threshold, nms_threshold, saliency)
         # a plain attribute, not a submodule: the detector has no parameters here and stays out of state_dict()
-        self._frozen = FrozenDetector(detector, weights_path, model=model, num_classes=num_classes)
-        self.layer = layer
-        self.conf_threshold = float(conf_threshold)
-        self.nms_threshold = float(nms_threshold)
-        self.saliency = saliency
+        self._frozen = FrozenDetector(self.options.detector, weights_path, model=model, num_classes=num_classes)
         self._shape: tuple[int, ...] | None = None
         self._has_objects = False
         for name in ("ref_features", "masks", "weights"):
@@ -125,18 +114,17 @@ class OSIMLoss(nn.Module):
         refs = refs.to(yolox.device)
         S = yolox.input_size
         lb = letterbox_tensor(refs, S, True)
-        out = yolox.detect_letterbox(
-            lb, conf_threshold=self.conf_threshold, nms_threshold=self.nms_threshold, layers=(self.layer,)
-        )
+        opts = self.options
+        out = yolox._detect_letterbox(lb, opts.conf_threshold, opts.nms_threshold, (opts.layer,))
         self._shape = tuple(refs.shape)
-        self.ref_features = yolox.extract(letterbox_tensor(refs, S, False).canvas, (self.layer,))[self.layer]
+        self.ref_features = yolox.extract(letterbox_tensor(refs, S, False).canvas, (opts.layer,))[opts.layer]
         dets = out.detections
         counts = [len(d) for d in dets]
         self._has_objects = sum(counts) > 0
         if not self._has_objects:
             warnings.warn(
-                f"OSIMLoss: no object was detected in any reference at conf_threshold={self.conf_threshold}; the loss "
-                "is zero",
+                f"OSIMLoss: no object was detected in any reference at conf_threshold={opts.conf_threshold}; the "
+                "loss is zero",
                 UserWarning,
                 stacklevel=2,
             )
@@ -146,7 +134,7 @@ class OSIMLoss(nn.Module):
         boxes_lb = torch.cat([d.boxes_letterbox for d in dets])
         classes = torch.cat([d.classes for d in dets])
         h_c, w_c = lb.content_size
-        sal = _saliency_maps(_content_rgb(lb), self.saliency)
+        sal = _saliency_maps(_content_rgb(lb), opts.saliency)
         s = _box_means(sal, view, box_spans(boxes_lb, 1, (h_c, w_c)))
         h_f, w_f = self.ref_features.shape[-2:]
         step = S / w_f
@@ -193,7 +181,8 @@ class OSIMLoss(nn.Module):
             return preds.sum() * 0.0
         yolox = self._frozen.model
         canvas = letterbox_tensor(x.to(yolox.device), yolox.input_size, False).canvas
-        feats = yolox.extract(canvas, (self.layer,))[self.layer]
+        layer = self.options.layer
+        feats = yolox.extract(canvas, (layer,))[layer]
         ref = self.ref_features.to(feats.dtype)
         cos = F.cosine_similarity(ref, feats, dim=1, eps=1e-8).flatten(1)  # (B, cells)
         r = (self.masks.to(cos.dtype) * cos[self.object_view]).sum(1)

@@ -16,16 +16,8 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from scenemetrics.osim.detector import FrozenDetector
-from scenemetrics.osim.functional import (
-    OSIMResult,
-    SaliencyFn,
-    _check_options,
-    _check_pair,
-    _osim,
-    class_name,
-    resolve_class_names,
-    scene_score,
-)
+from scenemetrics.osim.functional import OSIMResult, _check_pair, _osim, class_name, resolve_class_names, scene_score
+from scenemetrics.osim.options import OSIMOptions, SaliencyFn
 from scenemetrics.osim.yolox import YOLOX
 
 __all__ = ["OSIM"]
@@ -50,6 +42,7 @@ class OSIM(Metric):
 
     Attributes:
         last_result: the :class:`~scenemetrics.osim.functional.OSIMResult` of the last ``update`` (not a state).
+        options: the :class:`~scenemetrics.osim.options.OSIMOptions` (detector, layer, thresholds, saliency).
 
     The detector is frozen, kept out of ``state_dict()`` and moved by ``.to()``; inputs on another device move it
     there. Views with no detection add nothing; ``compute()`` warns once when the whole scene has none (NaN).
@@ -91,16 +84,12 @@ class OSIM(Metric):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        _check_options(layer, saliency, conf_threshold, nms_threshold)
+        self.options = OSIMOptions(detector, layer, conf_threshold, nms_threshold, saliency)
         # a plain attribute, not a submodule: the detector stays out of state_dict() and parameters()
-        self._frozen = FrozenDetector(detector, weights_path, model=model, num_classes=num_classes)
+        self._frozen = FrozenDetector(self.options.detector, weights_path, model=model, num_classes=num_classes)
         yolox = self._frozen.model
         self.class_names = resolve_class_names(class_names, yolox.num_classes)
         self.detector = yolox.variant
-        self.layer = layer
-        self.conf_threshold = float(conf_threshold)
-        self.nms_threshold = float(nms_threshold)
-        self.saliency = saliency
         self.last_result: OSIMResult | None = None
         self._class_scores: dict[str, float] | None = None
         n = yolox.num_classes
@@ -128,19 +117,7 @@ class OSIM(Metric):
             return
         self._frozen.to(t.device)
         with torch.no_grad():
-            result = _osim(
-                p,
-                t,
-                detector=self.detector,
-                layer=self.layer,
-                conf_threshold=self.conf_threshold,
-                nms_threshold=self.nms_threshold,
-                saliency=self.saliency,
-                weights_path=None,
-                model=self._frozen.model,
-                warn=False,
-                class_names=self.class_names,
-            )
+            result = _osim(p, t, self.options, self._frozen.model, warn=False, class_names=self.class_names)
         self.last_result = result
         self._class_scores = None
         self.r_sum += result.r_sum.to(self.r_sum.device)
@@ -151,7 +128,7 @@ class OSIM(Metric):
         """Scene OSIM (0-dim float32) over every view seen; NaN with a ``UserWarning`` when nothing was detected."""
         # the states are synced across processes here: keep the per-class scores of the whole scene
         self._class_scores = self._per_class()
-        return scene_score(self.r_sum, self.s_sum, self.count, conf_threshold=self.conf_threshold)
+        return scene_score(self.r_sum, self.s_sum, self.count, conf_threshold=self.options.conf_threshold)
 
     def _per_class(self) -> dict[str, float]:
         seen = torch.nonzero(self.count > 0).flatten().tolist()

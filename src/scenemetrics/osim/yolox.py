@@ -534,6 +534,11 @@ def postprocess(
         raise ValueError(f"`raw` must have shape (B, N, 5 + C) with C >= 1; received {tuple(raw.shape)}")
     check_thresholds(conf_threshold, nms_threshold)
     check_number(ratio, "ratio", low=0.0, low_open=True)
+    return _postprocess(raw, conf_threshold, nms_threshold, ratio)
+
+
+def _postprocess(raw: Tensor, conf_threshold: float, nms_threshold: float, ratio: float) -> list[Detections]:
+    """:func:`postprocess` of a checked ``raw`` with checked thresholds and ratio."""
     out = []
     for pred in raw:
         xy, wh = pred[:, 0:2], pred[:, 2:4]
@@ -779,9 +784,15 @@ class YOLOX(nn.Module):
     ) -> YOLOXOutput:
         """:meth:`detect` on an already letterboxed batch (see :func:`letterbox`), without gradients."""
         check_thresholds(conf_threshold, nms_threshold)  # before the network pass
+        return self._detect_letterbox(lb, conf_threshold, nms_threshold, tuple(layers))
+
+    def _detect_letterbox(
+        self, lb: Letterbox, conf_threshold: float, nms_threshold: float, layers: tuple[str, ...]
+    ) -> YOLOXOutput:
+        """:meth:`detect_letterbox` with thresholds already checked (OSIM validates its options once)."""
         with torch.no_grad():
-            feats, raw = self._features(lb.canvas, tuple(layers), need_head=True)
-        dets = postprocess(raw, conf_threshold=conf_threshold, nms_threshold=nms_threshold, ratio=lb.ratio)
+            feats, raw = self._features(lb.canvas, layers, need_head=True)
+        dets = _postprocess(raw, conf_threshold, nms_threshold, lb.ratio)
         return YOLOXOutput(
             features=feats,
             raw=raw,

@@ -32,6 +32,7 @@ _NAMES = {
     "prism_embed": "features",
     "prism_distance": "features",
     "DEFAULT_MODEL": "zero123",
+    "camera_pose": "zero123",
     "encode_pose": "zero123",
     "relative_pose": "zero123",
     "spherical_from_c2w": "zero123",

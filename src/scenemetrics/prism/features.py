@@ -72,6 +72,17 @@ def block_channels(block_out_channels: Sequence[int]) -> tuple[int, ...]:
     return (*c, c[3], *reversed(c))
 
 
+def _check_same_shape(source: Any, target: Any, target_name: str) -> None:
+    if isinstance(source, Tensor) and isinstance(target, Tensor):
+        s_shape = tuple(source.shape) if source.ndim != 3 else (1, *source.shape)
+        t_shape = tuple(target.shape) if target.ndim != 3 else (1, *target.shape)
+        if s_shape != t_shape:
+            raise ValueError(
+                f"`source` and `{target_name}` must have the same shape; received {tuple(source.shape)} and "
+                f"{tuple(target.shape)}"
+            )
+
+
 class Zero123Features(nn.Module):
     """PRISM's frozen feature extractor: one conditioned Zero123 step, nine U-Net blocks pooled (``(B, 8320)``).
 
@@ -306,17 +317,16 @@ class Zero123Features(nn.Module):
         Raises:
             ValueError: see :meth:`forward`.
         """
-        if isinstance(source, Tensor) and isinstance(target, Tensor):
-            s_shape = tuple(source.shape) if source.ndim != 3 else (1, *source.shape)
-            t_shape = tuple(target.shape) if target.ndim != 3 else (1, *target.shape)
-            if s_shape != t_shape:
-                raise ValueError(
-                    f"`source` and `{target_name}` must have the same shape; received {tuple(source.shape)} and "
-                    f"{tuple(target.shape)}"
-                )
+        _check_same_shape(source, target, target_name)
         src = self._prepare(source, "source")
         tgt = self._prepare(target, target_name, check_range=check_target_range)
         return src, tgt, check_pose(pose, src.shape[0])
+
+    def check_target(self, source: Tensor, target: Tensor, *, name: str = "target") -> Tensor:
+        """Validate and convert a second target view for a triplet whose ``source`` :meth:`check_inputs` already
+        checked (the source and pose are not checked again)."""
+        _check_same_shape(source, target, name)
+        return self._prepare(target, name)
 
     def forward(self, source: Tensor, target: Tensor, pose: Tensor) -> Tensor:
         """Features of the triplets ``(source, pose, target)``.
@@ -485,7 +495,7 @@ def prism_distance(
         >>> d = prism_distance(extractor, head, src, pred, gt, torch.tensor([0.0, 45.0, 0.0]))  # doctest: +SKIP
     """
     src, prd, pose_b = extractor.check_inputs(source, pred, pose, target_name="pred")
-    _, tgt, _ = extractor.check_inputs(source, target, pose)
+    tgt = extractor.check_target(source, target)
     b = src.shape[0]
     feats = extractor.forward_checked(torch.cat([src, src]), torch.cat([prd, tgt]), torch.cat([pose_b, pose_b]))
     emb = embed_features(feats, head)

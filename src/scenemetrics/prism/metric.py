@@ -41,7 +41,7 @@ from scenemetrics.prism.features import (
     prism_distance,
     prism_embed,
 )
-from scenemetrics.prism.mmd import check_bandwidth, check_chunk_size, mmd_rbf_with_bandwidth, read_anchors
+from scenemetrics.prism.mmd import MMDOptions, mmd_with_options, read_anchors
 from scenemetrics.prism.mmd import save_anchors as _save_anchors_file
 
 __all__ = ["PRISMMMD", "PRISMDistance"]
@@ -162,6 +162,7 @@ class PRISMMMD(_FrozenHelpers):
         kwargs: torchmetrics ``Metric`` options.
 
     Attributes:
+        options: the :class:`~scenemetrics.prism.mmd.MMDOptions` (bandwidth, squared, chunk_size), checked once.
         anchors: ``(N, E)`` float32 tensor or ``None``.
         bandwidth_: the σ used by the last ``compute()``.
 
@@ -195,11 +196,7 @@ class PRISMMMD(_FrozenHelpers):
     ) -> None:
         super().__init__(**kwargs)
         self._set_helpers(extractor, head)
-        check_bandwidth(bandwidth)
-        check_chunk_size(chunk_size)
-        self.bandwidth = bandwidth
-        self.squared = bool(squared)
-        self.chunk_size = chunk_size
+        self.options = MMDOptions(bandwidth, squared, chunk_size)
         self.add_state("embeddings", [], dist_reduce_fx="cat")
         self.anchors: Tensor | None = None
         self.bandwidth_: Tensor | None = None
@@ -368,9 +365,7 @@ class PRISMMMD(_FrozenHelpers):
                 stacklevel=3,
             )
             return torch.tensor(math.nan, dtype=torch.float32, device=self.device)
-        value, self.bandwidth_ = mmd_rbf_with_bandwidth(
-            emb, self.anchors.to(emb.device), self.bandwidth, chunk_size=self.chunk_size
-        )
-        if not self.squared:
+        value, self.bandwidth_ = mmd_with_options(emb, self.anchors.to(emb.device), self.options)
+        if not self.options.squared:
             value = value.clamp_min(0.0).sqrt()
         return value.to(torch.float32)

@@ -31,12 +31,14 @@ from scenemetrics.checks import check_positive_int
 
 __all__ = [
     "ANCHORS_FORMAT",
+    "MMDOptions",
     "check_bandwidth",
     "check_chunk_size",
     "load_anchors",
     "median_bandwidth",
     "mmd_rbf",
     "mmd_rbf_with_bandwidth",
+    "mmd_with_options",
     "read_anchors",
     "save_anchors",
 ]
@@ -94,6 +96,30 @@ def check_bandwidth(bandwidth: str | float) -> str | float:
     ):
         raise ValueError(f"`bandwidth` must be 'median' or a positive finite number; received {bandwidth!r}")
     return float(bandwidth)
+
+
+@dataclass(frozen=True)
+class MMDOptions:
+    """The options of PRISM's MMD, validated once when the record is built.
+
+    Attributes:
+        bandwidth: ``"median"`` (the pooled lower median distance) or σ as a positive float.
+        squared: report MMD² (as the paper) or ``sqrt(max(MMD², 0))``.
+        chunk_size: tile side of the blocked computation.
+
+    Example:
+        >>> MMDOptions(bandwidth=2)
+        MMDOptions(bandwidth=2.0, squared=True, chunk_size=2048)
+    """
+
+    bandwidth: str | float = "median"
+    squared: bool = True
+    chunk_size: int = 2048
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "bandwidth", check_bandwidth(self.bandwidth))
+        object.__setattr__(self, "chunk_size", check_chunk_size(self.chunk_size))
+        object.__setattr__(self, "squared", bool(self.squared))
 
 
 @dataclass
@@ -357,9 +383,14 @@ def mmd_rbf_with_bandwidth(
     x: Tensor, y: Tensor, bandwidth: str | float = "median", *, chunk_size: int = 2048
 ) -> tuple[Tensor, Tensor]:
     """:func:`mmd_rbf` that also returns the σ it used (0-dim tensors in the working dtype)."""
+    return mmd_with_options(x, y, MMDOptions(bandwidth=bandwidth, chunk_size=chunk_size))
+
+
+def mmd_with_options(x: Tensor, y: Tensor, options: MMDOptions) -> tuple[Tensor, Tensor]:
+    """:func:`mmd_rbf_with_bandwidth` with a validated :class:`MMDOptions` (only the two sets are checked here);
+    ``options.squared`` is not applied (the caller takes the square root)."""
     dtype = _check_sets(x, y)
-    chunk_size = check_chunk_size(chunk_size)
-    bandwidth = check_bandwidth(bandwidth)
+    chunk_size, bandwidth = options.chunk_size, options.bandwidth
     device = x.device
     acc = torch.float32 if device.type == "mps" else torch.float64
     with torch.no_grad():

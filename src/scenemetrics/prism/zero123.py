@@ -26,7 +26,7 @@ import importlib
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ __all__ = [
     "LoadedZero123",
     "MissingProjectionError",
     "alphas_cumprod_from_config",
+    "camera_pose",
     "check_pose",
     "detect_layout",
     "encode_pose",
@@ -221,6 +222,44 @@ def spherical_from_c2w(c2w: Tensor) -> Tensor:
     azimuth = torch.rad2deg(torch.atan2(y, x))
     radius = torch.sqrt(xy * xy + z * z)
     return torch.stack([polar, azimuth, radius], dim=-1)
+
+
+_SPHERICAL_KEYS = ("polar_deg", "azimuth_deg", "radius")
+
+
+def _spherical_camera(camera: Any, name: str) -> Tensor:
+    if isinstance(camera, Mapping):
+        if "c2w" in camera:
+            return _spherical_camera(camera["c2w"], f"{name}['c2w']")
+        if all(k in camera for k in _SPHERICAL_KEYS):
+            return torch.tensor([float(camera[k]) for k in _SPHERICAL_KEYS], dtype=torch.float64)
+        raise ValueError(
+            f"`{name}` must hold 'c2w' (a camera-to-world matrix) or {', '.join(map(repr, _SPHERICAL_KEYS))}; "
+            f"received the keys {sorted(camera)}"
+        )
+    matrix = camera if isinstance(camera, Tensor) else torch.tensor(camera, dtype=torch.float64)
+    return spherical_from_c2w(matrix)
+
+
+def camera_pose(source_camera: Any, target_camera: Any) -> Tensor:
+    """The relative pose of two cameras, ``(1, 3)`` float32, as :class:`~scenemetrics.prism.PRISMDistance` and
+    :class:`~scenemetrics.prism.PRISMMMD` take it (:func:`relative_pose` of their spherical coordinates).
+
+    Each camera is a camera-to-world matrix ``(4, 4)`` or ``(3, 4)`` in a z-up world (a tensor is used at its own
+    precision, float32 at least; a nested list is read as float64), a mapping ``{"c2w": matrix}``, or a mapping
+    ``{"polar_deg", "azimuth_deg", "radius"}`` (the ``cameras.json`` entries of ``scenemetrics eval``).
+
+    Raises:
+        ValueError: a camera of another form or shape.
+
+    Example:
+        >>> camera_pose({"polar_deg": 60, "azimuth_deg": 10, "radius": 2}, {"polar_deg": 60, "azimuth_deg": 40,
+        ...             "radius": 2}).tolist()
+        [[0.0, 30.0, 0.0]]
+    """
+    source = _spherical_camera(source_camera, "source_camera")
+    target = _spherical_camera(target_camera, "target_camera")
+    return relative_pose(source, target).reshape(1, 3).float()
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -4,11 +4,11 @@ Every position of a test image's CNN feature map is compared with every feature 
 of the same layer; the best cosine similarity is its score ("can this puzzle piece be found anywhere in the
 references?"). Low values mark artifacts. No aligned ground truth is needed.
 
-This module holds the math: the Eq. 1 search and its dispatch (plain, bf16-screened, projection-bound, fused Triton,
-faiss, and the gradient path through the argmax) on features and a
-:class:`~scenemetrics.puzzlesim.PuzzleSimMemory`, and the layer combination (Eq. 3). The memory only stores vectors
-and the caches derived from them; the metric, the soft loss and the inpainting loop score through the functions
-here.
+This module holds the tensor math: unit feature rows, the choice of the exact Eq. 1 search and its dispatch (plain,
+bf16-screened, projection-bound, fused Triton, faiss, and the gradient path through the argmax), the layer
+combination (Eq. 3) and the raw-feature functions (:func:`best_match_similarity`, its soft Gibbs-mean relaxation).
+Scoring images against a :class:`~scenemetrics.puzzlesim.PuzzleSimMemory` (backbone features, searches on its
+cached indices) is the memory's job: :meth:`~scenemetrics.puzzlesim.PuzzleSimMemory.similarity_map_for`.
 
 Numerics (float32, CPU): within 1e-4 of the authors' ``puzzle-sim`` 1.0.1 (observed ~5e-7); screened and plain
 search agree to 1e-6, as do different ``chunk_size``; repeated calls are bitwise equal on CPU. CPU vs CUDA
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -27,27 +27,16 @@ from torch import Tensor
 
 from scenemetrics.checks import check_choice
 from scenemetrics.puzzlesim import search as _search
-from scenemetrics.puzzlesim.options import (
-    SCREENING,
-    PuzzleSimOptions,
-    Screening,
-    check_chunk_size,
-)
+from scenemetrics.puzzlesim.options import SCREENING, Screening, check_chunk_size
 from scenemetrics.puzzlesim.triton_search import triton_max
-
-if TYPE_CHECKING:
-    from scenemetrics.puzzlesim.memory import PuzzleSimMemory
 
 __all__ = [
     "best_match_similarity",
     "check_temperature",
     "combine_layer_maps",
-    "feature_layer_maps",
-    "memory_layer_maps",
-    "memory_similarity_map",
-    "memory_soft_similarity_map",
     "search_method",
     "soft_best_match_similarity",
+    "soft_gibbs_max",
     "unit_rows",
     "unit_rows_into",
 ]
@@ -132,7 +121,8 @@ def _best_match(
     screen_index: Callable[[], _search.ScreenIndex],
     faiss: Callable[[], Tensor] | None = None,
 ) -> Tensor:
-    """Eq. 1 for unit rows ``q`` against unit rows ``r`` with the chosen search; the indices are built on demand.
+    """Eq. 1 for unit rows ``q`` against unit rows ``r`` with the chosen search (:func:`search_method`); the indices
+    are built on demand by the given functions (a memory caches them).
 
     With ``need_grad`` the argmax is found without gradients and the similarity recomputed from it, so autograd
     never sees an ``M x K`` matrix (the sub-gradient of the max).
@@ -160,65 +150,6 @@ def _best_match(
     return _search.plain_max(q.to(r.dtype), r, chunk)[0]
 
 
-def feature_layer_maps(
-    memory: PuzzleSimMemory, features: dict[Any, Tensor], options: PuzzleSimOptions, need_grad: bool = False
-) -> dict[Any, Tensor]:
-    """Eq. 1 per layer: test features ``layer -> (B, C_l, h_l, w_l)`` against a memory -> ``layer -> (B, h_l, w_l)``.
-
-    The search follows ``options.screening`` / ``options.search`` (see :func:`puzzle_similarity_map`); indices the
-    search needs are built once and cached in the memory. ``need_grad``: differentiable w.r.t. ``features``.
-    """
-    out: dict[Any, Tensor] = {}
-    for layer in options.layers:
-        f = features[layer]
-        b, _, h, w = f.shape
-        q = unit_rows(f)
-        r = memory.vectors_on(layer, q.device)
-        chunk = options.chunk_size or _search.default_chunk_size(q.device)
-        if options.search == "faiss":
-            method = "faiss"
-        else:
-            method = search_method(options.screening, q.device, r.shape[0], need_grad, memory.precision)
-        vals = _best_match(
-            q,
-            r,
-            method,
-            chunk,
-            need_grad,
-            bound_index=lambda layer=layer, device=q.device: memory.bound_index(layer, device),
-            screen_index=lambda layer=layer, device=q.device: memory.screen_index(layer, device),
-            faiss=lambda layer=layer, q=q: _faiss_max(memory, layer, q, options.faiss_options),
-        )
-        out[layer] = vals.float().view(b, h, w)
-    return out
-
-
-def _faiss_max(memory: PuzzleSimMemory, layer: Any, q: Tensor, faiss_options: Any) -> Tensor:
-    from scenemetrics.puzzlesim.approximate import faiss_max
-
-    vals, index = faiss_max(q, memory.features(layer), faiss_options, memory.faiss_index(layer, faiss_options))
-    memory.keep_faiss_index(layer, faiss_options, index)
-    return vals
-
-
-def _layer_maps(memory: PuzzleSimMemory, x: Tensor, options: PuzzleSimOptions) -> dict[Any, Tensor]:
-    """Eq. 1 per layer for validated test images ``x`` (the backbone runs here, with autograd if ``x`` needs it)."""
-    layers = options.layers
-    missing = [layer for layer in layers if layer not in memory.layers]
-    if missing:
-        raise ValueError(f"`layers` {tuple(layers)} must be a subset of the memory's layers {tuple(memory.layers)}")
-    need_grad = x.requires_grad and torch.is_grad_enabled()
-    if options.screening == "on" and need_grad:
-        raise ValueError("`screening`='on' cannot be used when gradients are required (use 'auto' or 'off')")
-    if options.search == "faiss" and need_grad:
-        raise ValueError("`search`='faiss' gives no gradients; use search='exact' for differentiable maps")
-    if options.screening == "on" and memory.precision != "float32":
-        raise ValueError(f"`screening`='on' needs precision 'float32'; the memory uses {memory.precision!r}")
-    with torch.enable_grad() if need_grad else torch.no_grad():
-        feats = memory.test_features(x, layers)
-    return feature_layer_maps(memory, feats, options, need_grad)
-
-
 def combine_layer_maps(
     maps: dict[Any, Tensor], layers: Sequence, weights: Sequence[float], shape: torch.Size, device: torch.device
 ) -> Tensor:
@@ -240,54 +171,6 @@ def combine_layer_maps(
         total = up if total is None else total + up
     assert total is not None  # layers is never empty
     return total.squeeze(1).to(device)
-
-
-def memory_layer_maps(memory: PuzzleSimMemory, images: Tensor, options: PuzzleSimOptions) -> dict[Any, Tensor]:
-    """Per-layer best-match maps ``layer -> (B, h_l, w_l)`` (Eq. 1) of test images against a memory.
-
-    ``options.layers`` must be a subset of the memory's layers; ``options.layer_weights`` are not used.
-    """
-    return _layer_maps(memory, memory.check_test_images(images, layers=options.layers), options)
-
-
-def memory_similarity_map(memory: PuzzleSimMemory, images: Tensor, options: PuzzleSimOptions) -> Tensor:
-    """PuzzleSim maps ``(B, H, W)`` of test images against a memory: Eq. 1 per layer, then Eq. 3.
-
-    The entry point of the metric, the memory's :meth:`~PuzzleSimMemory.similarity_map` and the inpainting loop.
-
-    Example:
-        >>> import os, tempfile, torch
-        >>> from scenemetrics.puzzlesim import PuzzleSimMemory, PuzzleSimOptions, random_checkpoint
-        >>> w = random_checkpoint("squeezenet1_1", os.path.join(tempfile.mkdtemp(), "sq.pth"))
-        >>> opts = PuzzleSimOptions(weights_path=w)
-        >>> memory = PuzzleSimMemory.adopt_or_build(torch.rand(2, 3, 48, 48), opts)
-        >>> memory_similarity_map(memory, torch.rand(1, 3, 48, 40), opts).shape
-        torch.Size([1, 48, 40])
-    """
-    x = memory.check_test_images(images, layers=options.layers)
-    maps = _layer_maps(memory, x, options)
-    return combine_layer_maps(maps, options.layers, options.layer_weights, x.shape, images.device)
-
-
-def memory_soft_similarity_map(
-    memory: PuzzleSimMemory, images: Tensor, temperature: float, options: PuzzleSimOptions
-) -> Tensor:
-    """Soft PuzzleSim maps ``(B, H, W)``: each layer's max replaced by the Gibbs mean at ``temperature``, then Eq. 3.
-
-    Differentiable w.r.t. ``images``; the images follow PuzzleSim's shape/dtype rules but are not range-checked.
-    """
-    t = check_temperature(temperature)
-    x = memory.check_test_images(images, check_range=False, layers=options.layers)
-    if x.shape[0] == 0:
-        return x.new_zeros((0, *x.shape[-2:]))
-    feats = memory.test_features(x, options.layers)
-    maps = {}
-    for layer in options.layers:
-        f = feats[layer]
-        q = unit_rows(f)
-        r = memory.vectors_on(layer, q.device)
-        maps[layer] = soft_gibbs_max(q, r, t, options.chunk_size).view(f.shape[0], *f.shape[2:])
-    return combine_layer_maps(maps, options.layers, options.layer_weights, x.shape, images.device)
 
 
 # ------------------------------------------------------------------------------------------- raw-feature level
@@ -438,13 +321,3 @@ def soft_best_match_similarity(
     q, out_shape = _query_rows(features)
     r = _reference_rows(reference_features, q.shape[1], q.dtype, q.device)
     return soft_gibbs_max(q, r, t, chunk_size).view(out_shape)
-
-
-def __getattr__(name: str) -> Any:
-    # the image-level functions live in scenemetrics.puzzlesim.similarity (they build a PuzzleSimMemory, which sits
-    # above this module); their old import path keeps working
-    if name in ("puzzle_similarity", "puzzle_similarity_map"):
-        from importlib import import_module
-
-        return getattr(import_module("scenemetrics.puzzlesim.similarity"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

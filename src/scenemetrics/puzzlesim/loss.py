@@ -9,7 +9,7 @@ from typing import Literal
 from torch import Tensor, nn
 
 from scenemetrics.checks import check_choice
-from scenemetrics.puzzlesim.functional import check_temperature, memory_soft_similarity_map
+from scenemetrics.puzzlesim.functional import check_temperature
 from scenemetrics.puzzlesim.memory import PuzzleSimMemory
 from scenemetrics.puzzlesim.options import DEFAULT_LAYER_WEIGHTS, DEFAULT_LAYERS, PuzzleSimOptions
 
@@ -91,7 +91,7 @@ class SoftPuzzleSimLoss(nn.Module):
         Images follow the shape/dtype rules of PuzzleSim but are **not** range-checked (renders being optimised may
         overshoot [0, 1]; clamp upstream if needed).
         """
-        return memory_soft_similarity_map(self.memory, images, self.temperature, self.options)
+        return self.memory.soft_similarity_map_for(images, self.temperature, self.options)
 
     def forward(self, images: Tensor) -> Tensor:
         """``loss_b = 1 - mean_{H,W} soft_map_b``, reduced over the batch as ``reduction`` says."""

@@ -1,8 +1,9 @@
 """The PuzzleSim reference memory bank: references embedded once, unit vectors stored per layer, caches derived.
 
-The memory stores vectors and what is derived from them (search indices, copies on other devices); the search
-itself (PuzzleSim Eq. 1) and the layer combination (Eq. 3) live in :mod:`scenemetrics.puzzlesim.functional`, which
-its :meth:`~PuzzleSimMemory.similarity_map` and :meth:`~PuzzleSimMemory.layer_maps` call.
+The memory stores vectors and what is derived from them (search indices, copies on other devices), and scores test
+images against them (:meth:`~PuzzleSimMemory.similarity_map_for`: backbone features, Eq. 1 on its cached indices,
+Eq. 3). The tensor math it runs (unit rows, the search dispatch, the layer combination) lives in
+:mod:`scenemetrics.puzzlesim.functional`.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from torch.func import functional_call
 from scenemetrics.image import ImageTypeError, check_image_list, check_images
 from scenemetrics.puzzlesim import search as _search
 from scenemetrics.puzzlesim.backbone import load_backbone
-from scenemetrics.puzzlesim.functional import (  # combine_layer_maps, search_method: re-exported (old home)
+from scenemetrics.puzzlesim.functional import (
+    _best_match,
+    check_temperature,
     combine_layer_maps,
-    memory_layer_maps,
-    memory_similarity_map,
     search_method,
+    soft_gibbs_max,
     unit_rows,
     unit_rows_into,
 )
@@ -40,14 +42,7 @@ from scenemetrics.puzzlesim.options import (
     min_side,
 )
 
-__all__ = [
-    "DEFAULT_LAYERS",
-    "DEFAULT_LAYER_WEIGHTS",
-    "PuzzleSimMemory",
-    "combine_layer_maps",
-    "search_method",
-    "unit_rows",
-]
+__all__ = ["PuzzleSimMemory"]
 
 T = TypeVar("T")
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -470,6 +465,104 @@ class PuzzleSimMemory:
         """The memory's options with call options replaced (validated; ``layers`` default to the memory's)."""
         return self.options.with_call(**changes)
 
+    # ------------------------------------------------------------------ scoring against the memory
+    def match_features(
+        self, features: dict[Any, Tensor], options: PuzzleSimOptions, need_grad: bool = False
+    ) -> dict[Any, Tensor]:
+        """Eq. 1 per layer: test features ``layer -> (B, C_l, h_l, w_l)`` -> ``layer -> (B, h_l, w_l)``.
+
+        The search follows ``options.screening`` / ``options.search`` (see
+        :func:`~scenemetrics.puzzlesim.puzzle_similarity_map`); the indices it needs are built once and cached here.
+        ``need_grad``: differentiable w.r.t. ``features``.
+        """
+        out: dict[Any, Tensor] = {}
+        for layer in options.layers:
+            f = features[layer]
+            b, _, h, w = f.shape
+            q = unit_rows(f)
+            r = self.vectors_on(layer, q.device)
+            chunk = options.chunk_size or _search.default_chunk_size(q.device)
+            if options.search == "faiss":
+                method = "faiss"
+            else:
+                method = search_method(options.screening, q.device, r.shape[0], need_grad, self.precision)
+            vals = _best_match(
+                q,
+                r,
+                method,
+                chunk,
+                need_grad,
+                bound_index=lambda layer=layer, device=q.device: self.bound_index(layer, device),
+                screen_index=lambda layer=layer, device=q.device: self.screen_index(layer, device),
+                faiss=lambda layer=layer, q=q: self._faiss_max(layer, q, options.faiss_options),
+            )
+            out[layer] = vals.float().view(b, h, w)
+        return out
+
+    def _faiss_max(self, layer: Any, q: Tensor, faiss_options: Any) -> Tensor:
+        from scenemetrics.puzzlesim.approximate import faiss_max
+
+        vals, index = faiss_max(q, self.features(layer), faiss_options, self.faiss_index(layer, faiss_options))
+        self.keep_faiss_index(layer, faiss_options, index)
+        return vals
+
+    def _layer_maps(self, x: Tensor, options: PuzzleSimOptions) -> dict[Any, Tensor]:
+        """Eq. 1 per layer for checked test images ``x`` (the backbone runs here, with autograd if ``x`` needs it)."""
+        layers = options.layers
+        missing = [layer for layer in layers if layer not in self.layers]
+        if missing:
+            raise ValueError(f"`layers` {tuple(layers)} must be a subset of the memory's layers {tuple(self.layers)}")
+        need_grad = x.requires_grad and torch.is_grad_enabled()
+        if options.screening == "on" and need_grad:
+            raise ValueError("`screening`='on' cannot be used when gradients are required (use 'auto' or 'off')")
+        if options.search == "faiss" and need_grad:
+            raise ValueError("`search`='faiss' gives no gradients; use search='exact' for differentiable maps")
+        if options.screening == "on" and self.precision != "float32":
+            raise ValueError(f"`screening`='on' needs precision 'float32'; the memory uses {self.precision!r}")
+        with torch.enable_grad() if need_grad else torch.no_grad():
+            feats = self.test_features(x, layers)
+        return self.match_features(feats, options, need_grad)
+
+    def layer_maps_for(self, images: Tensor, options: PuzzleSimOptions) -> dict[Any, Tensor]:
+        """Per-layer best-match maps ``layer -> (B, h_l, w_l)`` (Eq. 1) of test images, with a validated options
+        record (``options.layers`` a subset of the memory's; ``options.layer_weights`` unused)."""
+        return self._layer_maps(self.check_test_images(images, layers=options.layers), options)
+
+    def similarity_map_for(self, images: Tensor, options: PuzzleSimOptions) -> Tensor:
+        """PuzzleSim maps ``(B, H, W)`` of test images with a validated options record: Eq. 1 per layer, then Eq. 3.
+
+        The entry point of the metric, :meth:`similarity_map`, the functional API and the inpainting loop.
+
+        Example:
+            >>> import os, tempfile, torch
+            >>> from scenemetrics.puzzlesim import PuzzleSimMemory, PuzzleSimOptions, random_checkpoint
+            >>> w = random_checkpoint("squeezenet1_1", os.path.join(tempfile.mkdtemp(), "sq.pth"))
+            >>> opts = PuzzleSimOptions(weights_path=w)
+            >>> memory = PuzzleSimMemory.adopt_or_build(torch.rand(2, 3, 48, 48), opts)
+            >>> memory.similarity_map_for(torch.rand(1, 3, 48, 40), opts).shape
+            torch.Size([1, 48, 40])
+        """
+        x = self.check_test_images(images, layers=options.layers)
+        maps = self._layer_maps(x, options)
+        return combine_layer_maps(maps, options.layers, options.layer_weights, x.shape, images.device)
+
+    def soft_similarity_map_for(self, images: Tensor, temperature: float, options: PuzzleSimOptions) -> Tensor:
+        """Soft PuzzleSim maps ``(B, H, W)``: each layer's max replaced by the Gibbs mean at ``temperature``, then
+        Eq. 3. Differentiable w.r.t. ``images``; the images follow PuzzleSim's shape/dtype rules but are not
+        range-checked."""
+        t = check_temperature(temperature)
+        x = self.check_test_images(images, check_range=False, layers=options.layers)
+        if x.shape[0] == 0:
+            return x.new_zeros((0, *x.shape[-2:]))
+        feats = self.test_features(x, options.layers)
+        maps = {}
+        for layer in options.layers:
+            f = feats[layer]
+            q = unit_rows(f)
+            r = self.vectors_on(layer, q.device)
+            maps[layer] = soft_gibbs_max(q, r, t, options.chunk_size).view(f.shape[0], *f.shape[2:])
+        return combine_layer_maps(maps, options.layers, options.layer_weights, x.shape, images.device)
+
     def layer_maps(
         self,
         images: Tensor,
@@ -495,7 +588,7 @@ class PuzzleSimMemory:
             search=search,
             faiss_options=faiss_options,
         )
-        return memory_layer_maps(self, images, options)
+        return self.layer_maps_for(images, options)
 
     def similarity_map(
         self,
@@ -522,7 +615,7 @@ class PuzzleSimMemory:
             search=search,
             faiss_options=faiss_options,
         )
-        return memory_similarity_map(self, images, options)
+        return self.similarity_map_for(images, options)
 
     __call__ = similarity_map
 

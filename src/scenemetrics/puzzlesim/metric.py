@@ -11,7 +11,6 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from scenemetrics.puzzlesim.functional import memory_similarity_map
 from scenemetrics.puzzlesim.memory import PuzzleSimMemory
 from scenemetrics.puzzlesim.options import (
     DEFAULT_LAYER_WEIGHTS,
@@ -123,6 +122,11 @@ class PuzzleSim(Metric):
         if references is not None:
             self.set_references(references)
 
+    @property
+    def has_references(self) -> bool:
+        """Whether references were set (the integrations' check for metrics fed by references)."""
+        return self.memory is not None
+
     def set_references(self, references: Tensor | Sequence[Tensor] | PuzzleSimMemory) -> None:
         """Embed (or adopt) the references every later :meth:`update` is compared with.
 
@@ -151,7 +155,7 @@ class PuzzleSim(Metric):
             )
             self.last_maps = None
             return
-        maps = memory_similarity_map(self.memory, images, self.options).detach()
+        maps = self.memory.similarity_map_for(images, self.options).detach()
         if maps.shape[0]:
             self.score_sum += maps.mean(dim=(1, 2)).to(self.score_sum.device, torch.float64).sum()
             self.num_images += maps.shape[0]

@@ -18,10 +18,11 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from scenemetrics.checks import check_choice, check_positive_int
@@ -179,29 +180,41 @@ class PuzzleSimOptions:
     batch_size: int | None = None
 
     def __post_init__(self) -> None:
+        self._check(frozenset(self.__dataclass_fields__))
+
+    def _check(self, changed: frozenset[str]) -> None:
+        """Normalise and check the fields in ``changed``, and every rule that ties one of them to another field."""
         put = object.__setattr__
-        if _is_module(self.backbone):
-            put(self, "layers", check_module_layers(self.layers))
-        elif self.backbone is not None and not isinstance(self.backbone, str):
-            raise ValueError(
-                f"`backbone` must be a backbone name ({', '.join(map(repr, BACKBONES))}) or a torch.nn.Module feature "
-                f"extractor; received {type(self.backbone).__name__}"
-            )
-        else:
-            put(self, "backbone", canonical_backbone(self.backbone))
-            put(self, "layers", validate_layers(self.backbone, self.layers))
-        put(self, "layer_weights", check_layer_weights(self.layer_weights, self.layers))
-        put(self, "weights_path", None if self.weights_path is None else os.fspath(self.weights_path))
-        put(self, "resize", check_resize(self.resize))
-        put(self, "chunk_size", check_chunk_size(self.chunk_size))
-        check_choice(self.precision, "precision", PRECISIONS)
-        check_choice(self.screening, "screening", SCREENING)
-        check_choice(self.search, "search", SEARCHES)
-        if self.screening == "on" and self.search == "faiss":
+        if changed & {"backbone", "layers"}:
+            if _is_module(self.backbone):
+                put(self, "layers", check_module_layers(self.layers))
+            elif self.backbone is not None and not isinstance(self.backbone, str):
+                raise ValueError(
+                    f"`backbone` must be a backbone name ({', '.join(map(repr, BACKBONES))}) or a torch.nn.Module "
+                    f"feature extractor; received {type(self.backbone).__name__}"
+                )
+            else:
+                put(self, "backbone", canonical_backbone(self.backbone))
+                put(self, "layers", validate_layers(self.backbone, self.layers))
+        if changed & {"backbone", "layers", "layer_weights"}:
+            put(self, "layer_weights", check_layer_weights(self.layer_weights, self.layers))
+        if "weights_path" in changed:
+            put(self, "weights_path", None if self.weights_path is None else os.fspath(self.weights_path))
+        if "resize" in changed:
+            put(self, "resize", check_resize(self.resize))
+        if "chunk_size" in changed:
+            put(self, "chunk_size", check_chunk_size(self.chunk_size))
+        if "precision" in changed:
+            check_choice(self.precision, "precision", PRECISIONS)
+        if "screening" in changed:
+            check_choice(self.screening, "screening", SCREENING)
+        if "search" in changed:
+            check_choice(self.search, "search", SEARCHES)
+        if changed & {"screening", "search"} and self.screening == "on" and self.search == "faiss":
             raise ValueError("`screening`='on' cannot be combined with `search`='faiss' (faiss is approximate)")
-        if self.batch_size is not None:
+        if "batch_size" in changed and self.batch_size is not None:
             put(self, "batch_size", check_positive_int(self.batch_size, "batch_size"))
-        if self.is_module and self.precision != "float32":
+        if changed & {"backbone", "precision"} and self.is_module and self.precision != "float32":
             raise ValueError(
                 f"`precision` must be 'float32' with a custom backbone module; received {self.precision!r}"
             )
@@ -217,5 +230,33 @@ class PuzzleSimOptions:
         return min_side(self.backbone, self.layers)
 
     def with_call(self, **changes: Any) -> PuzzleSimOptions:
-        """A copy with some options replaced, validated like any new record (``self`` when nothing changes)."""
-        return replace(self, **changes) if changes else self
+        """A copy with some options replaced (``self`` when none differs): only the options that differ, and the
+        rules tying them to others, are checked again.
+
+        Raises:
+            TypeError: an unknown option. ValueError: a bad value, named as in :class:`PuzzleSimOptions`.
+        """
+        unknown = sorted(set(changes) - set(self.__dataclass_fields__))
+        if unknown:
+            raise TypeError(f"PuzzleSimOptions has no option(s) {unknown}")
+        changed = {k: v for k, v in changes.items() if not _same(getattr(self, k), v)}
+        if not changed:
+            return self
+        out = copy.copy(self)
+        for key, value in changed.items():
+            object.__setattr__(out, key, value)
+        out._check(frozenset(changed))
+        return out
+
+
+def _same(stored: Any, given: Any) -> bool:
+    """Whether a call option equals the stored (normalised) one: the same object, or an equal value of the same type
+    (a list of layers is checked again; the normalised tuple it gives is equal)."""
+    if stored is given:
+        return True
+    if type(stored) is not type(given) or isinstance(stored, (Mapping,)) or _is_module(stored):
+        return False
+    try:
+        return bool(stored == given)
+    except (TypeError, ValueError, RuntimeError):
+        return False

@@ -1,9 +1,9 @@
 """Image-level PuzzleSim: build (or adopt) a :class:`~scenemetrics.puzzlesim.PuzzleSimMemory` of the references,
 then run the math of :mod:`scenemetrics.puzzlesim.functional` on it.
 
-The layers inside the room, lowest first: ``options`` -> ``backbone`` / ``search`` -> ``functional`` (Eq. 1 and 3
-on features and a memory) -> ``memory`` (vectors and caches; its ``similarity_map`` calls the functional math) ->
-this module, the metric and the loss (which build memories).
+The layers inside the package, lowest first: ``options`` -> ``backbone`` / ``search`` -> ``functional`` (the tensor
+math: unit rows, the search dispatch, Eq. 3) -> ``memory`` (vectors, caches, and scoring images against them) -> this
+module, the metric and the loss (which build memories).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from typing import Any
 
 from torch import Tensor, nn
 
-from scenemetrics.puzzlesim.functional import memory_similarity_map
 from scenemetrics.puzzlesim.memory import PuzzleSimMemory
 from scenemetrics.puzzlesim.options import (
     DEFAULT_LAYER_WEIGHTS,
@@ -116,7 +115,7 @@ def puzzle_similarity_map(
         faiss_options=faiss_options,
         batch_size=batch_size,
     )
-    return memory_similarity_map(_memory(images, references, options, progress), images, options)
+    return _memory(images, references, options, progress).similarity_map_for(images, options)
 
 
 def puzzle_similarity(images: Tensor, references: Tensor | Sequence[Tensor] | PuzzleSimMemory, **kwargs) -> Tensor:
