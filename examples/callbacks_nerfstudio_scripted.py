@@ -33,7 +33,7 @@ def build_config(args: argparse.Namespace):
         metrics=tuple(args.metrics),
         every_n_steps=args.every_n_steps,
         num_eval_views=args.eval_views,
-        puzzlesim_weights_path=args.puzzlesim_weights,
+        puzzlesim_weights=args.puzzlesim_weights,
     )
     cfg.method_name = f"{args.method}-scenemetrics"
     cfg.pipeline.datamanager.data = args.data

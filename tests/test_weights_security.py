@@ -134,8 +134,7 @@ def test_puzzlesim_paths_refuse_the_payload(tmp_path, marker, monkeypatch):
 
 def test_other_loaders_refuse_the_payload(tmp_path, marker):
     """LPIPS backbones (evaluation), the PRISM pickled projection and the LaMa TorchScript path."""
-    from scenemetrics.evaluation.registry import lpips_checkpoint
-
+    from scenemetrics.builtin_metrics import lpips_checkpoint
     from scenemetrics.inpainting.inpainters import LaMaInpainter
 
     bad = trojan(tmp_path / "alexnet.pth", {"features.0.weight": torch.zeros(1)}, marker, wrap=False)

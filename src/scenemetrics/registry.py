@@ -231,7 +231,7 @@ class Option:
         >>> Option("conf", float, 0.35, "detection threshold", argument="conf_threshold", low=0, high=1).check(2)
         Traceback (most recent call last):
         ...
-        ValueError: `conf` must be a number in [0, 1]; received 2
+        ValueError: `conf` must be a finite number in [0, 1]; received 2.0
     """
 
     key: str
@@ -927,8 +927,9 @@ class OptionFlag:
 
 
 def option_flags(names: Sequence[str] | None = None) -> list[OptionFlag]:
-    """Every option of the named metrics (default: all registered), one entry per ``(family, key)`` in registration
-    order: what ``scenemetrics eval`` turns into ``--<family>-<key>`` flags and the nerfstudio callback into fields.
+    """Every option of the named metrics (default: every metric that can be built by name), one entry per
+    ``(family, key)`` in registration order: what ``scenemetrics eval`` turns into ``--<family>-<key>`` flags and the
+    nerfstudio callback into fields.
 
     Raises:
         ValueError: two metrics of one family declare the same key with different types.
@@ -937,10 +938,9 @@ def option_flags(names: Sequence[str] | None = None) -> list[OptionFlag]:
         >>> [(f.name, f.metrics) for f in option_flags(["prism", "prism_mmd"]) if f.key in ("model", "anchors")]
         [('prism_model', ('prism', 'prism_mmd')), ('prism_anchors', ('prism_mmd',))]
     """
-    registry = _registry()
     out: dict[tuple[str, str], OptionFlag] = {}
-    for name in names if names is not None else list(registry):
-        entry = registry[name] if names is None else get_metric(name)
+    for name in metric_names() if names is None else names:
+        entry = get_metric(name)
         for opt in entry.options:
             key = (entry.family, opt.key)
             old = out.get(key)

@@ -56,7 +56,7 @@ def test_add_scenemetrics_converts_a_copy() -> None:
     from scenemetrics.callbacks.nerfstudio import SceneMetricsPipelineConfig, add_scenemetrics
 
     base = method_configs["nerfacto"]
-    cfg = add_scenemetrics(base, metrics=("puzzlesim", "osim"), every_n_steps=10, puzzlesim_weights_path="w.pth")
+    cfg = add_scenemetrics(base, metrics=("puzzlesim", "osim"), every_n_steps=10, puzzlesim_weights="w.pth")
     assert isinstance(cfg.pipeline, SceneMetricsPipelineConfig)
     assert type(base.pipeline).__name__ == "VanillaPipelineConfig"  # the original is untouched
     assert cfg.pipeline.model == base.pipeline.model and cfg.pipeline.datamanager == base.pipeline.datamanager
@@ -81,22 +81,42 @@ def test_cli_flags_parse() -> None:
     import tyro
     from nerfstudio.configs.method_configs import method_configs
 
-    from scenemetrics.callbacks.nerfstudio import add_scenemetrics
+    from scenemetrics.callbacks.nerfstudio import add_scenemetrics, metric_configs
 
     cfg = add_scenemetrics(method_configs["nerfacto"])
     args = [
         "--pipeline.scenemetrics.metrics", "puzzlesim", "prism",
         "--pipeline.scenemetrics.every-n-steps", "10",
         "--pipeline.scenemetrics.num-eval-views", "1",
-        "--pipeline.scenemetrics.puzzlesim-weights-path", "/w/sq.pth",
-        "--pipeline.scenemetrics.prism-head-path", "/w/head.safetensors",
+        "--pipeline.scenemetrics.puzzlesim-weights", "/w/sq.pth",
+        "--pipeline.scenemetrics.puzzlesim-layers", "2", "3",
+        "--pipeline.scenemetrics.osim-conf", "0.3",
+        "--pipeline.scenemetrics.prism-head", "/w/head.safetensors",
         "--pipeline.scenemetrics.prism-center-crop", "True",
+        "--pipeline.scenemetrics.metric-options", "puzzlesim.layer_weights=[0.5,0.5]",
     ]  # fmt: skip
     parsed = tyro.cli(tyro.conf.FlagConversionOff[type(cfg)], default=cfg, args=args)  # as ns-train parses
     opts = parsed.pipeline.scenemetrics
     assert opts.metrics == ("puzzlesim", "prism") and opts.every_n_steps == 10 and opts.num_eval_views == 1
-    assert str(opts.puzzlesim_weights_path) == "/w/sq.pth" and str(opts.prism_head_path) == "/w/head.safetensors"
-    assert opts.prism_center_crop is True
+    assert str(opts.puzzlesim_weights) == "/w/sq.pth" and str(opts.prism_head) == "/w/head.safetensors"
+    assert opts.prism_center_crop is True and opts.puzzlesim_layers == (2, 3) and opts.osim_conf == 0.3
+    configs = metric_configs(opts)
+    assert configs["puzzlesim"].options == {
+        "weights": "/w/sq.pth", "layers": [2, 3], "layer_weights": [0.5, 0.5]
+    }  # fmt: skip
+    assert configs["prism"].options["center_crop"] is True and "osim" not in configs
+    assert configs["prism"].flag("head") == "--pipeline.scenemetrics.prism-head"
+
+
+def test_bad_metric_options_name_the_metric_the_key_and_the_valid_keys() -> None:
+    from scenemetrics.callbacks.nerfstudio import SceneMetricsNerfstudioConfig, build_metrics
+
+    with pytest.raises(ValueError, match="metric 'puzzlesim' has no option 'screening'; its options: backbone"):
+        build_metrics(SceneMetricsNerfstudioConfig(metric_options=("puzzlesim.screening=on",)))
+    with pytest.raises(ValueError, match=r"`osim.conf` must be a finite number in \[0, 1\]; received 2.0"):
+        build_metrics(SceneMetricsNerfstudioConfig(metrics=("osim",), osim_conf=2.0))
+    with pytest.raises(ValueError, match=r"`metric_options`: a metric option must look like METRIC\.KEY=VALUE"):
+        build_metrics(SceneMetricsNerfstudioConfig(metric_options=("puzzlesim",)))
 
 
 # -- the callback on a stub pipeline (no nerfstudio model, no training) -------------------------------------------
@@ -180,7 +200,7 @@ def test_callback_on_stub_pipeline(tmp_path, written) -> None:
     w = sm.puzzlesim.random_checkpoint("squeezenet1_1", tmp_path / "sq.pth")
     pipeline = _Pipeline()
     cfg = SceneMetricsNerfstudioConfig(
-        every_n_steps=10, num_eval_views=2, max_reference_views=3, puzzlesim_weights_path=w, max_logged_images=1
+        every_n_steps=10, num_eval_views=2, max_reference_views=3, puzzlesim_weights=w, max_logged_images=1
     )
     cb = SceneMetricsTrainingCallback(pipeline, cfg)
     assert cb.where_to_run == [TrainingCallbackLocation.AFTER_TRAIN_ITERATION] and cb.update_every_num_iters == 10
@@ -218,18 +238,6 @@ def test_callback_on_stub_pipeline(tmp_path, written) -> None:
 def test_callback_prism_wiring_with_standins(tmp_path, written, monkeypatch) -> None:
     import scenemetrics.callbacks.nerfstudio as nsmod
 
-    spherical = []
-
-    def spherical_from_c2w(c2w):
-        spherical.append(c2w.shape)
-        x, y, z = c2w[..., 0, 3], c2w[..., 1, 3], c2w[..., 2, 3]
-        r = torch.sqrt(x * x + y * y + z * z)
-        return torch.stack(
-            [torch.rad2deg(torch.atan2(torch.sqrt(x * x + y * y), z)), torch.rad2deg(torch.atan2(y, x)), r]
-        )
-
-    monkeypatch.setattr(sm.prism, "spherical_from_c2w", spherical_from_c2w, raising=False)
-    monkeypatch.setattr(sm.prism, "relative_pose", lambda s, t: t - s, raising=False)
     prism = PRISMDistance()
     monkeypatch.setattr(nsmod, "build_metrics", lambda cfg, device: {"prism": prism})
     pipeline = _Pipeline(size=(24, 32), target_size=(12, 16))
@@ -238,7 +246,8 @@ def test_callback_prism_wiring_with_standins(tmp_path, written, monkeypatch) -> 
     with pytest.warns(UserWarning) as record:
         cb.evaluate(5)
     messages = " ".join(str(r.message) for r in record)
-    assert "resized to the render size" in messages and "prism needs square views" in messages
+    assert "resized to the render size" in messages and "metric 'prism' needs square views" in messages
+    assert "(--pipeline.scenemetrics.prism-center-crop crops the views" in messages
     assert prism.calls == [] and [name for name, _, _ in written["scalars"]] == ["scenemetrics/eval_seconds"]
 
     crop = nsmod.SceneMetricsTrainingCallback(pipeline, nsmod.SceneMetricsNerfstudioConfig(
@@ -247,15 +256,16 @@ def test_callback_prism_wiring_with_standins(tmp_path, written, monkeypatch) -> 
     with pytest.warns(UserWarning, match="resized to the render size"):
         crop.evaluate(10)
     assert [c[:3] for c in prism.calls] == [((1, 3, 24, 24), (1, 3, 24, 24), (1, 3, 24, 24))] * 3
-    assert all(shape == (4, 4) for shape in spherical)
-    # eval view 0 sits at angle 0.1: its nearest training camera is camera 0 (angle 0); pose = eval - source
+    # eval view 0 sits at angle 0.1: its nearest training camera is camera 0 (angle 0); pose = eval - source, from the
+    # cameras' spherical coordinates (z up)
     dm = pipeline.datamanager
     source, pred, target, pose = prism.inputs[0]
     full = torch.eye(4)
     full[:3] = dm.eval_dataset.cameras.camera_to_worlds[0]
     src = torch.eye(4)
     src[:3] = dm.train_dataset.cameras.camera_to_worlds[0]
-    assert torch.allclose(pose, spherical_from_c2w(full) - spherical_from_c2w(src))
+    expected = sm.prism.relative_pose(sm.prism.spherical_from_c2w(src), sm.prism.spherical_from_c2w(full))
+    assert torch.allclose(pose, expected.reshape(1, 3))
     assert torch.equal(source[0], dm.train_dataset.images[0].permute(2, 0, 1)[:, :, 4:28])
     rgb = pipeline.model.get_outputs_for_camera(_Cameras(dm.eval_dataset.cameras.camera_to_worlds[0:1]))["rgb"]
     assert torch.equal(pred[0], rgb.clamp(0, 1).permute(2, 0, 1)[:, :, 4:28])
@@ -279,7 +289,7 @@ def test_build_metrics_passes_weights_and_disables_sync(tmp_path) -> None:
     from scenemetrics.callbacks.nerfstudio import SceneMetricsNerfstudioConfig, build_metrics
 
     w = sm.puzzlesim.random_checkpoint("squeezenet1_1", tmp_path / "sq.pth")
-    metric = build_metrics(SceneMetricsNerfstudioConfig(puzzlesim_weights_path=w))["puzzlesim"]
+    metric = build_metrics(SceneMetricsNerfstudioConfig(puzzlesim_weights=w))["puzzlesim"]
     assert metric.weights_path == str(w) and metric.sync_on_compute is False
 
 

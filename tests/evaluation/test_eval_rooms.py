@@ -75,7 +75,7 @@ def test_osim_scores_objects_and_pooling(tree, tmp_path):
 
 @needs_prism
 def test_prism_requirements_name_the_missing_flag():
-    from scenemetrics.evaluation import get_metric
+    from scenemetrics.registry import get_metric
 
     assert get_metric("prism").unavailable_reason({}) is None
     assert "--prism-model" in get_metric("prism").unavailable_reason({}, random_weights=True)

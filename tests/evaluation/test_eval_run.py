@@ -17,10 +17,11 @@ from PIL import Image
 from torchmetrics.functional.image import structural_similarity_index_measure
 
 from scenemetrics.cli import main
-from scenemetrics.evaluation import EvalConfig, register_metric, run_evaluation, unregister_metric
+from scenemetrics.evaluation import EvalConfig, run_evaluation
 from scenemetrics.evaluation.records import RESULTS_FILE, append_record, read_records
 from scenemetrics.evaluation.states import pooled_values
 from scenemetrics.puzzlesim import puzzle_similarity, random_checkpoint
+from scenemetrics.registry import register_metric, unregister_metric
 
 from .conftest import METHODS, PLUGIN, SCENES, VIEWS, read_csv, read_json, read_jsonl, read_png
 
@@ -213,10 +214,22 @@ def test_usage_errors(tree, tmp_path, capsys):
     out = tmp_path / "out"
     assert _eval(tree, out, metrics="psnr,fid") == 1
     assert "unknown metric 'fid'; known metrics: psnr, ssim, lpips, puzzlesim" in capsys.readouterr().err
-    assert _eval(tree, out, "--metric-option", "psnr-no-dot", metrics="psnr") == 1
+    # a malformed or unknown metric option is a usage error (exit 2) naming the metric, the key and the valid keys
+    assert _eval(tree, out, "--metric-option", "psnr-no-dot", metrics="psnr") == 2
     assert "METRIC.KEY=VALUE" in capsys.readouterr().err
-    assert _eval(tree, out, "--metric-option", "nosuch.k=1", metrics="psnr") == 1
+    assert _eval(tree, out, "--metric-option", "nosuch.k=1", metrics="psnr") == 2
     assert "unknown metric 'nosuch'" in capsys.readouterr().err
+    assert _eval(tree, out, "--metric-option", "puzzlesim.screening=on", metrics="puzzlesim") == 2
+    err = capsys.readouterr().err
+    assert "metric 'puzzlesim' has no option 'screening'; its options: backbone, weights, layers" in err
+    assert _eval(tree, out, "--metric-option", "puzzlesim.layer=[2,3]", metrics="puzzlesim") == 2  # misspelled
+    assert "has no option 'layer';" in capsys.readouterr().err
+    assert _eval(tree, out, "--metric-option", "puzzlesim.layers=two", metrics="puzzlesim") == 2
+    assert "`puzzlesim.layers` must be a list of ints; received 'two'" in capsys.readouterr().err
+    assert _eval(tree, out, "--osim-conf", "1.5", metrics="osim") == 2
+    assert "`osim.conf` must be a finite number in [0, 1]; received 1.5" in capsys.readouterr().err
+    assert _eval(tree, out, "--metric-option", "psnr.x=1", metrics="psnr") == 2
+    assert "metric 'psnr' has no option 'x'; it takes no options" in capsys.readouterr().err
     assert _eval(tree, out, "--thumbnails", "-1", metrics="psnr") == 1
     assert _eval(tree, out, "--layout", "colmap", metrics="psnr") == 2
     assert _eval(tree / "missing", out, metrics="psnr") == 1

@@ -49,7 +49,7 @@ def _ns_train(tmp_path: Path, method: str, extra: list[str], timeout: int) -> Pa
         *extra,
         "--pipeline.scenemetrics.metrics", "puzzlesim", "--pipeline.scenemetrics.every-n-steps", "10",
         "--pipeline.scenemetrics.num-eval-views", "1",
-        "--pipeline.scenemetrics.puzzlesim-weights-path", str(weights),
+        "--pipeline.scenemetrics.puzzlesim-weights", str(weights),
         "blender-data", "--data", str(scene),
     ]  # fmt: skip
     env = {**os.environ, "SCENEMETRICS_OFFLINE": "1", "WANDB_MODE": "offline", "PYTHONWARNINGS": "ignore"}

@@ -105,7 +105,7 @@ def _pooled(
                         if rel not in loaded:
                             loaded[rel] = torch.load(out / rel, map_location="cpu", weights_only=True)
                         unit_states.append(loaded[rel][name])
-                    values = pooled_values(metrics.get(name), unit_states, name)
+                    values = pooled_values(metrics.get(get_metric(name)), unit_states, name)
                 except Exception as err:
                     notes.append(f"{method} {name}: pooled value not computed ({type(err).__name__}: {err})")
                     continue
@@ -118,8 +118,7 @@ def _higher_is_better(name: str, metrics: Any) -> bool | None:
     entry = get_metric(name)
     if entry.higher_is_better is not None:
         return entry.higher_is_better
-    built = getattr(metrics, "_built", {}).get(name)
-    value = getattr(built, "higher_is_better", None)
+    value = getattr(metrics.built(name), "higher_is_better", None)
     return value if isinstance(value, bool) else None
 
 

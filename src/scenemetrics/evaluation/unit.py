@@ -84,7 +84,12 @@ class UnitMetrics:
             )
         return self._configs[adapter.name]
 
+    def built(self, name: str) -> Any:
+        """The metric ``name`` if this process built it, else ``None``."""
+        return self._built.get(name)
+
     def get(self, adapter: MetricAdapter) -> Any:
+        """``adapter``'s metric, built on first use (a failed build raises again)."""
         name = adapter.name
         if name in self._failed:
             raise self._failed[name]

@@ -1,0 +1,96 @@
+"""Every metric option, as the schemas declare it: the `scenemetrics eval` flags, the nerfstudio fields, docs/eval.md.
+
+The table in docs/eval.md (between the ``options-table`` markers) is rendered from the adapters' option schemas;
+when they differ, the test prints the table to paste (``python -m tests.docs.test_docs_options`` prints it too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+
+from scenemetrics.evaluation import cli as eval_cli
+from scenemetrics.registry import OptionFlag, get_metric, metric_names, option_flags
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "eval.md"
+BUILTINS = ("psnr", "ssim", "lpips", "puzzlesim", "osim", "prism", "prism_mmd")
+START, END = "<!-- options-table:start -->", "<!-- options-table:end -->"
+
+
+def _value(flag: OptionFlag) -> str:
+    opt = flag.option
+    allowed = opt.allowed()
+    if allowed is not None:
+        return "one of " + ", ".join(f"`{v}`" for v in allowed)
+    text = opt.type_text
+    if opt.low is not None and opt.high is not None:
+        text += f" in [{opt.low:g}, {opt.high:g}]"
+    elif opt.low is not None:
+        text += f" >= {opt.low:g}"
+    elif opt.high is not None:
+        text += f" <= {opt.high:g}"
+    return text
+
+
+def render_table() -> str:
+    rows = [
+        "| flag (nerfstudio field) | metrics | value | default | changes scores | meaning |",
+        "|---|---|---|---|---|---|",
+    ]
+    for flag in option_flags(BUILTINS):
+        opt = flag.option
+        name = "--" + flag.name.replace("_", "-")
+        default = "—" if opt.default is None else f"`{opt.default}`"
+        rows.append(
+            f"| `{name}` (`{flag.name}`) | {', '.join(flag.metrics)} | {_value(flag)} | {default} | "
+            f"{'yes' if opt.scores else 'no'} | {opt.help}{' (required)' if opt.required else ''} |"
+        )
+    return "\n".join(rows)
+
+
+def _documented() -> str:
+    text = DOCS.read_text()
+    return text[text.index(START) + len(START) : text.index(END)].strip()
+
+
+def test_docs_table_is_the_schemas() -> None:
+    expected = render_table()
+    assert _documented() == expected, f"docs/eval.md's table of options is out of date; paste:\n{expected}"
+
+
+def test_every_eval_flag_comes_from_a_schema() -> None:
+    parser = argparse.ArgumentParser(prog="scenemetrics")
+    eval_cli.register(parser.add_subparsers())
+    sub = parser._subparsers._group_actions[0].choices["eval"]  # the `eval` parser
+    flags = {s for a in sub._actions for s in a.option_strings if re.match(r"--(lpips|puzzlesim|osim|prism)-", s)}
+    derived = {"--" + f.name.replace("_", "-") for f in option_flags()}
+    assert flags == derived
+    # every option of every built-in metric has its flag; a family's flag sets all its metrics that declare the key
+    for name in metric_names():
+        adapter = get_metric(name)
+        for key in adapter.option_keys:
+            assert adapter.flag(key) in derived
+    args = parser.parse_args(["eval", "--out", "o", "--prism-model", "m", "--puzzlesim-layers", "2,3"])
+    options = eval_cli.options_from_args(args)
+    assert options["prism"]["model"] == options["prism_mmd"]["model"] == "m"
+    assert options["puzzlesim"]["layers"] == [2, 3]
+
+
+def test_nerfstudio_fields_come_from_the_schemas() -> None:
+    pytest.importorskip("nerfstudio", reason="the [nerfstudio] extra is not installed")
+    import dataclasses
+
+    from scenemetrics.callbacks.nerfstudio import SceneMetricsNerfstudioConfig
+
+    fields = {f.name for f in dataclasses.fields(SceneMetricsNerfstudioConfig)}
+    derived = {f.name for f in option_flags()}
+    own = {"metrics", "every_n_steps", "num_eval_views", "max_reference_views", "max_image_side", "log_maps",
+           "max_logged_images", "map_colormap", "prefix", "eval_at_start", "metric_options"}  # fmt: skip
+    assert fields == own | derived
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(render_table())
