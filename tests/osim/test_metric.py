@@ -218,3 +218,29 @@ def test_moving_a_metric_does_not_move_the_shared_cached_detector(nano_ckpt) -> 
     b.update(x, x)
     assert float(b.compute()) == pytest.approx(1.0, abs=1e-5)
     fn.clear_detector_cache()
+
+
+def test_options_are_checked_once_under_one_rule(nano, monkeypatch) -> None:
+    from scenemetrics.osim import options as options_module
+    from scenemetrics.osim import yolox as yolox_module
+    from scenemetrics.osim.options import OSIMOptions
+
+    # one rule for the thresholds (osim.yolox.check_thresholds): conf >= 0 (inf keeps nothing), an IoU in [0, 1]
+    assert OSIMOptions(conf_threshold=float("inf"), nms_threshold=0).nms_threshold == 0.0
+    for kwargs, match in (({"conf_threshold": -0.1}, "conf_threshold"), ({"nms_threshold": 1.01}, "nms_threshold"),
+                          ({"layer": "dark6"}, "layer"), ({"saliency": "itti"}, "saliency"),
+                          ({"detector": "yolo"}, "YOLOX variant")):  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            OSIMOptions(**kwargs)
+    metric = OSIM(model=nano, conf_threshold=0.3)
+    assert metric.options == OSIMOptions(detector="yolox_x", conf_threshold=0.3)
+    x = images(2, seed=11)
+    expected = float(osim(degrade(x), x, model=nano, conf_threshold=0.3).score)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("options checked again")
+
+    monkeypatch.setattr(options_module, "check_thresholds", refuse)
+    monkeypatch.setattr(yolox_module, "check_thresholds", refuse)
+    metric.update(degrade(x), x)  # neither the metric nor the scoring below it checks the options again
+    assert float(metric.compute()) == pytest.approx(expected, abs=1e-6)

@@ -361,3 +361,19 @@ def test_head_and_anchor_files_share_one_reader_that_names_the_file(tmp_path):
     for load in (load_anchors, ProjectionHead.load):
         with pytest.raises(ValueError, match=r"pickle\.pt'? is not a readable safetensors file"):
             load(tmp_path / "pickle.pt")
+
+
+def test_mmd_options_are_checked_once():
+    opts = mmd_module.MMDOptions(bandwidth=2, squared=False, chunk_size=8)
+    assert (opts.bandwidth, opts.squared, opts.chunk_size) == (2.0, False, 8)
+    for kwargs in ({"bandwidth": "mean"}, {"bandwidth": -1.0}, {"chunk_size": 0}):
+        with pytest.raises(ValueError):
+            mmd_module.MMDOptions(**kwargs)
+    x, y = torch.randn(6, 3, generator=torch.Generator().manual_seed(1)), torch.randn(5, 3) + 1
+    metric = PRISMMMD(anchors=y, bandwidth=2, squared=False, chunk_size=4)
+    assert metric.options == mmd_module.MMDOptions(2.0, False, 4)
+    metric.add_embeddings(x)
+    expected = mmd_rbf(x, y, 2.0, chunk_size=4).clamp_min(0).sqrt()
+    with pytest.MonkeyPatch.context() as mp_:
+        mp_.setattr(mmd_module, "check_bandwidth", lambda b: (_ for _ in ()).throw(AssertionError("checked again")))
+        assert float(metric.compute()) == pytest.approx(float(expected), rel=1e-6)

@@ -442,6 +442,26 @@ def test_spherical_from_c2w_round_trips_a_known_camera():
         spherical_from_c2w(torch.zeros(4, 3))
 
 
+def test_camera_pose_from_matrices_and_spherical_mappings():
+    def c2w(polar: float, az: float, r: float, rows: int = 4) -> list[list[float]]:
+        p, a = math.radians(polar), math.radians(az)
+        m = torch.eye(4, dtype=torch.float64)[:rows]
+        m[:3, 3] = torch.tensor([r * math.sin(p) * math.cos(a), r * math.sin(p) * math.sin(a), r * math.cos(p)])
+        return m.tolist()
+
+    source, target = (60.0, 350.0, 2.0), (45.0, 20.0, 2.5)
+    expected = torch.tensor([[-15.0, 30.0, 0.5]])  # target minus source, the azimuth wrapped into [0, 360)
+    spherical = [dict(zip(("polar_deg", "azimuth_deg", "radius"), c, strict=True)) for c in (source, target)]
+    by_dict = z.camera_pose(*spherical)
+    by_lists = z.camera_pose(c2w(*source), {"c2w": c2w(*target, rows=3)})  # (4, 4) and (3, 4) as in cameras.json
+    by_tensors = z.camera_pose(torch.tensor(c2w(*source)).float(), torch.tensor(c2w(*target)).float())
+    assert by_dict.shape == (1, 3) and by_dict.dtype == torch.float32
+    assert torch.allclose(by_dict, expected, atol=1e-5) and torch.allclose(by_lists, expected, atol=1e-5)
+    assert torch.allclose(by_tensors, expected, atol=1e-4)
+    with pytest.raises(ValueError, match="`source_camera` must hold 'c2w'"):
+        z.camera_pose({"polar": 1}, spherical[1])
+
+
 # ---- load_view --------------------------------------------------------------------------------------------------
 
 

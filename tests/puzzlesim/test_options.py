@@ -77,6 +77,38 @@ def test_each_entry_point_validates_its_options_once(monkeypatch, squeeze_ckpt):
     assert calls == []  # the metric's options were validated at construction
 
 
+def test_with_call_checks_only_what_changes(monkeypatch, squeeze_ckpt):
+    calls = []
+    real = options_module.validate_layers
+
+    def counting(backbone, layers):
+        calls.append(layers)
+        return real(backbone, layers)
+
+    monkeypatch.setattr(options_module, "validate_layers", counting)
+    opts = PuzzleSimOptions(layers=(2, 4), layer_weights=(0.8, 0.2))
+    calls.clear()
+    assert opts.with_call(layers=(2, 4), layer_weights=(0.8, 0.2), screening="auto", chunk_size=None) is opts
+    faster = opts.with_call(chunk_size=4096, screening="off")
+    assert calls == [] and (faster.chunk_size, faster.screening, faster.layers) == (4096, "off", (2, 4))
+    assert opts.with_call(layers=[4], layer_weights=None).layer_weights == (1.0,) and calls == [[4]]
+    # what a change ties to other fields is checked again; what it does not change is kept as it was
+    with pytest.raises(ValueError, match="one weight per layer"):
+        opts.with_call(layers=(4,))
+    with pytest.raises(ValueError, match="cannot be combined"):
+        opts.with_call(screening="on", search="faiss")
+    with pytest.raises(ValueError, match="`chunk_size` must be an int >= 1"):
+        opts.with_call(chunk_size=0)
+    with pytest.raises(TypeError, match="no option"):
+        opts.with_call(chunksize=1)
+    # the memory's maps with call options: validated once per call, equal to a fresh record's
+    memory = PuzzleSimMemory(REFS, weights_path=squeeze_ckpt)
+    calls.clear()
+    maps = memory.similarity_map(IMAGE, chunk_size=4096)
+    assert calls == []
+    torch.testing.assert_close(maps, memory.similarity_map_for(IMAGE, PuzzleSimOptions(weights_path=squeeze_ckpt)))
+
+
 def test_metric_exposes_its_options(squeeze_ckpt):
     metric = PuzzleSim(weights_path=squeeze_ckpt, backbone="squeeze", layers=[2, 3], layer_weights=(0.7, 0.3))
     assert isinstance(metric.options, PuzzleSimOptions)
