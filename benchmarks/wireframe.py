@@ -6,9 +6,9 @@ pair (``iou``/``jaccard_distance`` at radius 0.5, resolution 4; corner/edge thre
 on the first ``--hss-pairs`` pairs, if trimesh + manifold3d are installed; the one-to-one ``edge_matching`` on the
 first ``--matching-pairs`` pairs: one assignment on about 1,000 x 1,000 edge samples per pair), as wall-clock and CPU
 (process) time, next to reference points measured once with a straightforward prototype on one CPU core (a regression
-of more than 2x deserves a look; the one-to-one forms have none); CPU time is the steadier number on a shared machine. Then WED ``corrected`` against a dict-and-loop
-implementation written here, on the same pairs, in the same run: speed ratio and maximum absolute difference (must
-be < 1e-12).
+of more than 2x deserves a look; the one-to-one forms have none); CPU time is the steadier number on a shared machine.
+Then WED ``corrected`` against a dict-and-loop implementation written here, on the same pairs, in the same run: speed
+ratio and maximum absolute difference (must be < 1e-12).
 
 Prints one JSON object. Usage::
 

@@ -103,7 +103,7 @@ def matched_distances(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarra
     Example:
         >>> d_a, d_b = matched_distances([[0, 0, 0], [0.1, 0, 0]], [[0, 0, 0], [1, 0, 0]])
         >>> d_a.round(6).tolist(), d_b.round(6).tolist()
-        [[0.0, 0.9], [0.0, 0.9]]
+        ([0.0, 0.9], [0.0, 0.9])
     """
     pa, pb = validate_vertices(a, arg="a"), validate_vertices(b, arg="b")
     if len(pa) == 0 or len(pb) == 0:
