@@ -257,8 +257,19 @@ def topn_iou(
     defining the sets; these are this library's definitions (see :mod:`scenemetrics.openlex3d.topn`).
 
     Args:
-        pred_points, pred_features, pred_index, text_features, prompts, gt_points, gt_ids, categories, top_n,
-            voxel_size, missing_threshold, excluded_labels: as in :func:`topn_frequency`.
+        pred_points: ``(P, 3)`` predicted points.
+        pred_features: ``(K, D)`` features (per object or per point), on the device where logits are computed.
+        pred_index: ``(P,)`` feature row of every point in ``[0, K)``, or ``None`` for the identity (``K == P``).
+        text_features: ``(M, D)`` prompt embeddings, row ``m`` embeds ``prompts[m]``.
+        prompts: the ``M`` prompt strings (raw; matched after normalisation).
+        gt_points: ``(G, 3)`` GT points.
+        gt_ids: ``(G,)`` GT object ids (ids not in ``categories`` are ignored).
+        categories: :class:`~scenemetrics.openlex3d.Categories`, the parsed ``gt_categories.json`` or its path.
+        top_n: N in ``[1, M]``.
+        voxel_size: downsampling voxel in metres; ``None`` or ``0`` = no downsampling.
+        missing_threshold: GT points farther than this from every prediction are "missing" (and never false
+            positives).
+        excluded_labels: objects with one of these synonyms are not evaluated.
 
     Returns:
         :class:`~scenemetrics.openlex3d.TopNIoUResult`. An empty prediction gives IoU 0 for every tier (every point
