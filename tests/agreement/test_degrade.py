@@ -346,3 +346,16 @@ def test_sweep_statistics_degenerate_and_errors():
         sweep_statistics([[1.0, 2.0]], higher_is_better=True, tol=-1)
     with pytest.raises(TypeError):
         sweep_statistics([[1.0, 2.0]])  # the direction is required
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", DEGRADATIONS)
+def test_cuda_equals_cpu(kind):
+    # the random draws come from a CPU generator, so noise and salt-and-pepper hit the same pixels on every device
+    views = _views(2, 40, 56)
+    cpu = degrade(views, kind, 3, seed=4)
+    gpu = degrade(views.cuda(), kind, 3, seed=4)
+    assert gpu.device.type == "cuda"
+    torch.testing.assert_close(gpu.cpu(), cpu, atol=1e-5, rtol=0)
+    steps = blur_objects(views.cuda(), [[[0, 0, 10, 10]], []])
+    assert steps[0].device.type == "cuda" and steps[1].shape == (0, 3, 40, 56)
