@@ -88,7 +88,11 @@ def test_micro_average_sums_counts(pairs):
 def test_shared_function_is_called_once_per_house(pairs):
     preds, gts = pairs
     m = WireframeMetrics(("corner_precision", "corner_recall", "corner_f1", "edge_f1"), threshold=0.5)
-    with mock.patch("scenemetrics.wireframe.scores.linear_sum_assignment", wraps=linear_sum_assignment) as lsa:
+    lsa = mock.Mock(wraps=linear_sum_assignment)
+    with (
+        mock.patch("scenemetrics.wireframe.corners.linear_sum_assignment", lsa),
+        mock.patch("scenemetrics.wireframe.edges.linear_sum_assignment", lsa),
+    ):
         m.update(preds[0], gts[0])
     assert lsa.call_count == 2  # one corner assignment + one edge assignment
 

@@ -5,6 +5,17 @@ Every metric of the paper's Table 2 as a function (prediction first, ground trut
 Sec. 4 and a synthetic house generator. Names are imported lazily; trimesh/manifold3d (the ``[hss]`` extra) are
 only imported by the HSS-2025 IoU.
 
+One module per metric family: ``corners`` (corner P/R/F1, offset), ``edges`` (edge P/R/F1), ``edit_distance``
+(WED), ``spectral``, ``tubes`` (IoU, Jaccard, HSS), ``sampled`` (Hausdorff, Chamfer), ``matching`` (one-to-one
+distances); ``segments`` holds the segment geometry they share. Every function takes the prediction first and the
+ground truth (GT) second, validates both (:func:`~scenemetrics.wireframe.types.validate_wireframe`) and computes on
+the CPU in float64 numpy/scipy; torch tensors are accepted (``.detach().cpu()``) and nothing here is differentiable.
+Scalar metrics return a Python ``float``; P/R/F1 functions return :class:`~scenemetrics.wireframe.types.PRF`.
+Distances between vertex sets are always ``scipy.spatial.distance.cdist`` (never the matmul-based ``torch.cdist``),
+assignments use ``scipy.optimize.linear_sum_assignment`` on the full (unthresholded) matrix, and segments are
+processed in a canonical orientation (lexicographically smaller endpoint first) wherever the result could otherwise
+depend on how an edge is stored.
+
 Example:
     >>> import scenemetrics as sm
     >>> v, e = [[0, 0, 0], [1, 0, 0], [1, 1, 0]], [[0, 1], [1, 2]]
@@ -26,22 +37,14 @@ _EXPORTS = {
         "validate_vertices",
         "validate_wireframe",
     ),
-    "scenemetrics.wireframe.scores": (
-        "WED_VARIANTS",
-        "chamfer_distance",
-        "corner_offset",
-        "corner_prf",
-        "edge_prf",
-        "hausdorff_distance",
-        "hss",
-        "iou",
-        "jaccard_distance",
-        "laplacian_spectrum",
-        "sample_edges",
-        "segment_hausdorff_matrix",
-        "spectral_distance",
-        "wed",
-    ),
+    "scenemetrics.wireframe.options": ("WED_VARIANTS",),
+    "scenemetrics.wireframe.segments": ("segment_hausdorff_matrix",),
+    "scenemetrics.wireframe.corners": ("corner_offset", "corner_prf"),
+    "scenemetrics.wireframe.edges": ("edge_prf",),
+    "scenemetrics.wireframe.edit_distance": ("wed",),
+    "scenemetrics.wireframe.spectral": ("laplacian_spectrum", "spectral_distance"),
+    "scenemetrics.wireframe.tubes": ("hss", "iou", "jaccard_distance"),
+    "scenemetrics.wireframe.sampled": ("chamfer_distance", "hausdorff_distance", "sample_edges"),
     "scenemetrics.wireframe.matching": (
         "corner_chamfer",
         "corner_matching_distance",

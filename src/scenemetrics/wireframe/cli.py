@@ -240,7 +240,8 @@ def _challenge_score(challenge: str, preds: list, gts: list) -> dict:
     """The S23DR leaderboard's headline number: 2025 mean HSS, 2024 mean WED (the 2024 scorer's variant)."""
     import numpy as np
 
-    from scenemetrics.wireframe.scores import hss, wed
+    from scenemetrics.wireframe.edit_distance import wed
+    from scenemetrics.wireframe.tubes import hss
 
     if challenge == "s23dr2025":
         values = [hss(p.vertices, p.edges, g.vertices, g.edges).hss for p, g in zip(preds, gts, strict=True)]

@@ -52,7 +52,7 @@ from scipy.spatial.distance import cdist
 from scenemetrics.checks import check_choice
 from scenemetrics.types import ArrayLike
 from scenemetrics.wireframe.options import check_sampling
-from scenemetrics.wireframe.scores import sample_edges
+from scenemetrics.wireframe.sampled import sample_edges
 from scenemetrics.wireframe.types import validate_vertices, validate_wireframe
 
 __all__ = [

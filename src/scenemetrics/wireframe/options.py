@@ -1,6 +1,6 @@
 """Option checkers of the wireframe metric functions, one per function.
 
-Each function of :mod:`scenemetrics.wireframe.scores` checks its options with its checker here, and
+Each metric function of the wireframe package checks its options with its checker here, and
 :func:`~scenemetrics.wireframe.make_metric` runs the same checker when a metric is built, so a metric object (and
 ``WireframeMetrics``) rejects bad options at construction rather than at its first house. Errors are ``ValueError``
 (``TypeError`` for a WED cost that is not a number) naming the option; the generic checks are

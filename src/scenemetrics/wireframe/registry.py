@@ -3,7 +3,8 @@
 :func:`make_metric` binds a registry name (:data:`METRIC_NAMES`) to its options and checks them; the result is a
 :class:`ScalarMetric` computing one number per house. ``WireframeMetrics``, the property suite and the
 ``scenemetrics wireframe`` command build their metrics here. The functions themselves live in
-:mod:`scenemetrics.wireframe.scores`.
+the metric-family modules (``corners``, ``edges``, ``edit_distance``, ``spectral``,
+``tubes``, ``sampled``, ``matching``).
 
 Example:
     >>> from scenemetrics.wireframe import make_metric
@@ -20,6 +21,9 @@ from collections.abc import Callable
 from typing import Any
 
 from scenemetrics.types import ArrayLike
+from scenemetrics.wireframe.corners import corner_offset, corner_prf
+from scenemetrics.wireframe.edges import edge_prf
+from scenemetrics.wireframe.edit_distance import wed
 from scenemetrics.wireframe.matching import (
     check_corner_distance_options,
     check_edge_matching_options,
@@ -37,17 +41,9 @@ from scenemetrics.wireframe.options import (
     check_spectral_options,
     check_wed_options,
 )
-from scenemetrics.wireframe.scores import (
-    chamfer_distance,
-    corner_offset,
-    corner_prf,
-    edge_prf,
-    hausdorff_distance,
-    hss,
-    iou,
-    spectral_distance,
-    wed,
-)
+from scenemetrics.wireframe.sampled import chamfer_distance, hausdorff_distance
+from scenemetrics.wireframe.spectral import spectral_distance
+from scenemetrics.wireframe.tubes import hss, iou
 
 __all__ = ["METRIC_NAMES", "TABLE2_COLUMNS", "ScalarMetric", "make_metric", "metric_option_names"]
 

@@ -197,6 +197,25 @@ def _validate_pair(vertices: Any, edges: Any, varg: str, earg: str) -> Wireframe
     return Wireframe(v, e)
 
 
+def _gt_vertices(gt_vertices: Any) -> np.ndarray:
+    g = validate_vertices(gt_vertices, arg="gt_vertices")
+    if len(g) == 0:
+        raise ValueError("gt_vertices is empty; the ground truth needs at least one vertex.")
+    return g
+
+
+def _pair(
+    pred_vertices: Any, pred_edges: Any, gt_vertices: Any, gt_edges: Any, *, need_gt_edges: bool = True
+) -> tuple[Wireframe, Wireframe]:
+    p = validate_wireframe(pred_vertices, pred_edges, name="pred")
+    g = validate_wireframe(gt_vertices, gt_edges, name="gt")
+    if len(g.vertices) == 0:
+        raise ValueError("gt_vertices is empty; the ground truth needs at least one vertex.")
+    if need_gt_edges and len(g.edges) == 0:
+        raise ValueError("gt_edges is empty; this metric needs a ground truth with at least one edge.")
+    return p, g
+
+
 def as_wireframe(obj: Any, *, name: str = "pred") -> Wireframe:
     """Read a wireframe from a :class:`Wireframe`, a ``(vertices, edges)`` pair or a mapping, and validate it.
 
