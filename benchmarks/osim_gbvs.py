@@ -204,8 +204,8 @@ def _median_ms(fn, repeats: int, clock=time.perf_counter) -> float:
 def main() -> None:
     import torch
 
+    from scenemetrics.osim.random import synthetic_images
     from scenemetrics.osim.saliency import gbvs
-    from scenemetrics.osim.yolox import synthetic_images
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--threads", type=int, default=2)

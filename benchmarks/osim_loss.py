@@ -24,7 +24,8 @@ import torch
 
 def bench(device: torch.device, variant: str, layer: str, repeats: int, ckpt: Path) -> dict:
     from scenemetrics.osim.loss import OSIMLoss
-    from scenemetrics.osim.yolox import YOLOX, synthetic_images
+    from scenemetrics.osim.random import synthetic_images
+    from scenemetrics.osim.yolox import YOLOX
 
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     model = YOLOX.from_official(variant, weights_path=ckpt, device=device)
@@ -67,7 +68,7 @@ def bench(device: torch.device, variant: str, layer: str, repeats: int, ckpt: Pa
 
 
 def main() -> None:
-    from scenemetrics.osim.yolox import random_checkpoint
+    from scenemetrics.osim.random import random_checkpoint
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--detector", default="yolox_x")

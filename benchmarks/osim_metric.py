@@ -25,10 +25,12 @@ import torch
 
 
 def bench(device: torch.device, variant: str, repeats: int, ckpt: Path) -> dict:
+    from scenemetrics.osim.boxes import letterbox_tensor
     from scenemetrics.osim.functional import _content_rgb
     from scenemetrics.osim.metric import OSIM
+    from scenemetrics.osim.random import synthetic_images
     from scenemetrics.osim.saliency import gbvs
-    from scenemetrics.osim.yolox import YOLOX, _letterbox_tensor, synthetic_images
+    from scenemetrics.osim.yolox import YOLOX
 
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     model = YOLOX.from_official(variant, weights_path=ckpt, device=device)
@@ -36,8 +38,8 @@ def bench(device: torch.device, variant: str, repeats: int, ckpt: Path) -> dict:
     test = (ref * 0.8 + 0.1).clamp(0, 1)
     metric = OSIM(model=model).to(device)
     S = model.input_size
-    lb_ref = _letterbox_tensor(ref, S, True)
-    lb_test = _letterbox_tensor(test, S, True)
+    lb_ref = letterbox_tensor(ref, S, True)
+    lb_test = letterbox_tensor(test, S, True)
     content = _content_rgb(lb_ref)
 
     def extract() -> None:
@@ -77,7 +79,7 @@ def bench(device: torch.device, variant: str, repeats: int, ckpt: Path) -> dict:
 
 
 def main() -> None:
-    from scenemetrics.osim.yolox import random_checkpoint
+    from scenemetrics.osim.random import random_checkpoint
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--detector", default="yolox_x")

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 import scenemetrics as sm
-from scenemetrics.osim.yolox import random_checkpoint, synthetic_images
+from scenemetrics.osim.random import random_checkpoint, synthetic_images
 
 
 def main() -> None:

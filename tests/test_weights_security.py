@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from scenemetrics import hub
-from scenemetrics.osim.yolox import YOLOX, random_checkpoint
+from scenemetrics.osim.random import random_checkpoint
+from scenemetrics.osim.yolox import YOLOX
 
 
 class Payload:

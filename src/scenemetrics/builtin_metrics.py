@@ -291,7 +291,7 @@ register_metric(
             str,
             "yolox_x",
             "YOLOX variant (yolox_nano with random weights)",
-            choices="scenemetrics.osim.yolox:YOLOX_VARIANTS",
+            choices="scenemetrics.osim.checkpoints:YOLOX_VARIANTS",
         ),
         Option("weights", Path, None, "YOLOX checkpoint (file or folder)", argument="weights_path"),
         Option("conf", float, 0.35, "detection confidence threshold", argument="conf_threshold", low=0, high=1),

@@ -23,6 +23,7 @@ SLOW = {
     "scenemetrics.osim.functional",
     "scenemetrics.osim.metric",
     "scenemetrics.osim.saliency",
+    "scenemetrics.osim.random",
     "scenemetrics.osim.yolox",
     "scenemetrics.puzzlesim",
     "scenemetrics.puzzlesim.functional",

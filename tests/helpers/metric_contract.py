@@ -73,7 +73,7 @@ def public_metric_classes() -> dict[str, type[Metric]]:
 
 def build_resources(root: str | os.PathLike) -> dict[str, str]:
     """Random-weight checkpoints in the official layouts, written once under ``root`` (paths as strings)."""
-    from scenemetrics.osim.yolox import random_checkpoint as yolox_checkpoint
+    from scenemetrics.osim.random import random_checkpoint as yolox_checkpoint
     from scenemetrics.prism.random import random_checkpoint as zero123_checkpoint
     from scenemetrics.puzzlesim import random_checkpoint as squeezenet_checkpoint
 
@@ -168,7 +168,7 @@ def _osim(res: Resources) -> Metric:
 
 
 def _osim_batches(res: Resources) -> list[Batch]:
-    from scenemetrics.osim.yolox import synthetic_images
+    from scenemetrics.osim.random import synthetic_images
 
     refs = (synthetic_images(4, (96, 128), seed=3) * 256).round() / 256
     noise = _images(4, 96, 128, seed=7)

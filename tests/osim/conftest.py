@@ -11,7 +11,9 @@ from types import ModuleType
 import pytest
 import torch
 
-from scenemetrics.osim.yolox import YOLOX, Detections, Letterbox, YOLOXOutput, random_checkpoint
+from scenemetrics.osim.boxes import Detections, Letterbox, YOLOXOutput
+from scenemetrics.osim.random import random_checkpoint
+from scenemetrics.osim.yolox import YOLOX
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,7 +38,7 @@ def nano(_nano_session: YOLOX) -> YOLOX:
 
 def images(n: int, h: int = 120, w: int = 160, seed: int = 0) -> torch.Tensor:
     """Deterministic RGB test scenes in [0, 1] (smooth gradients with rectangles and discs)."""
-    from scenemetrics.osim.yolox import synthetic_images
+    from scenemetrics.osim.random import synthetic_images
 
     return synthetic_images(n, (h, w), seed=seed)
 

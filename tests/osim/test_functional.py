@@ -11,10 +11,11 @@ import torch.nn.functional as F
 
 from scenemetrics import hub
 from scenemetrics.osim import functional as fn
+from scenemetrics.osim.boxes import letterbox
 from scenemetrics.osim.detector import clear_detector_cache, load_detector
 from scenemetrics.osim.functional import box_to_span, osim, scene_score
+from scenemetrics.osim.random import random_checkpoint
 from scenemetrics.osim.saliency import gbvs
-from scenemetrics.osim.yolox import letterbox, random_checkpoint
 
 from .conftest import images
 

@@ -221,11 +221,11 @@ def test_moving_a_metric_does_not_move_the_shared_cached_detector(nano_ckpt) -> 
 
 
 def test_options_are_checked_once_under_one_rule(nano, monkeypatch) -> None:
+    from scenemetrics.osim import boxes as boxes_module
     from scenemetrics.osim import options as options_module
-    from scenemetrics.osim import yolox as yolox_module
     from scenemetrics.osim.options import OSIMOptions
 
-    # one rule for the thresholds (osim.yolox.check_thresholds): conf >= 0 (inf keeps nothing), an IoU in [0, 1]
+    # one rule for the thresholds (osim.boxes.check_thresholds): conf >= 0 (inf keeps nothing), an IoU in [0, 1]
     assert OSIMOptions(conf_threshold=float("inf"), nms_threshold=0).nms_threshold == 0.0
     for kwargs, match in (({"conf_threshold": -0.1}, "conf_threshold"), ({"nms_threshold": 1.01}, "nms_threshold"),
                           ({"layer": "dark6"}, "layer"), ({"saliency": "itti"}, "saliency"),
@@ -241,6 +241,6 @@ def test_options_are_checked_once_under_one_rule(nano, monkeypatch) -> None:
         raise AssertionError("options checked again")
 
     monkeypatch.setattr(options_module, "check_thresholds", refuse)
-    monkeypatch.setattr(yolox_module, "check_thresholds", refuse)
+    monkeypatch.setattr(boxes_module, "check_thresholds", refuse)
     metric.update(degrade(x), x)  # neither the metric nor the scoring below it checks the options again
     assert float(metric.compute()) == pytest.approx(expected, abs=1e-6)

@@ -12,17 +12,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from scenemetrics import hub
-from scenemetrics.osim.yolox import (
-    COCO_CLASSES,
-    FEATURE_LAYERS,
-    YOLOX,
-    YOLOX_VARIANTS,
-    decode_outputs,
-    infer_variant,
-    letterbox,
-    postprocess,
-    random_checkpoint,
-)
+from scenemetrics.osim.boxes import decode_outputs, letterbox, postprocess
+from scenemetrics.osim.checkpoints import YOLOX_VARIANTS, infer_variant
+from scenemetrics.osim.random import random_checkpoint
+from scenemetrics.osim.yolox import COCO_CLASSES, FEATURE_LAYERS, YOLOX
 
 from .conftest import images
 

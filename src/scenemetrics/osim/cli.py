@@ -163,8 +163,9 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, tmp: Path) -> int:
     import torch
 
+    from scenemetrics.osim.checkpoints import normalize_variant
     from scenemetrics.osim.detector import load_detector
-    from scenemetrics.osim.yolox import normalize_variant, random_checkpoint
+    from scenemetrics.osim.random import random_checkpoint
 
     random_weights = random_weights_banner(args)
     detector = args.detector or ("yolox_nano" if random_weights else "yolox_x")

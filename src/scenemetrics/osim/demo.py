@@ -45,7 +45,7 @@ def run_demo(
         out_dir: output folder (created): ``osim_overlays/<name>.png`` (each view with its objects below the scene
             score outlined and labelled, see :func:`~scenemetrics.osim.viz.low_objects_picture`) and ``osim.json``.
         random_weights: build random YOLOX weights in the official layout (through
-            :func:`scenemetrics.osim.yolox.random_checkpoint` and the normal ``weights_path`` loader) instead of
+            :func:`scenemetrics.osim.random_checkpoint` and the normal ``weights_path`` loader) instead of
             the Megvii checkpoint; the scores are then uncalibrated. If such a detector finds nothing at the
             paper's confidence 0.35, the threshold is lowered to 90% of the best detection score and the summary
             says so.
@@ -68,8 +68,8 @@ def run_demo(
     from scenemetrics.jsonio import write_json
     from scenemetrics.osim.detector import load_detector
     from scenemetrics.osim.metric import OSIM
+    from scenemetrics.osim.random import random_checkpoint
     from scenemetrics.osim.viz import low_objects_picture
-    from scenemetrics.osim.yolox import random_checkpoint
 
     views, targets, names = list(scene.novel_views), list(scene.novel_targets), list(scene.names)
     if not (len(views) == len(targets) == len(names)):

@@ -4,7 +4,7 @@ and :class:`~scenemetrics.osim.OSIMLoss` share.
 
 Example:
     >>> import os, tempfile
-    >>> from scenemetrics.osim.yolox import random_checkpoint
+    >>> from scenemetrics.osim.random import random_checkpoint
     >>> p = random_checkpoint("yolox_nano", os.path.join(tempfile.mkdtemp(), "yolox_nano.pth"))
     >>> frozen = FrozenDetector("yolox_nano", p)
     >>> frozen.model.training, any(q.requires_grad for q in frozen.model.parameters()), frozen.model.num_classes
@@ -21,7 +21,8 @@ from pathlib import Path
 import torch
 
 from scenemetrics import hub
-from scenemetrics.osim.yolox import YOLOX, normalize_variant
+from scenemetrics.osim.checkpoints import normalize_variant
+from scenemetrics.osim.yolox import YOLOX
 
 __all__ = ["FrozenDetector", "check_model_classes", "clear_detector_cache", "load_detector"]
 

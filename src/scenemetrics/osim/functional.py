@@ -9,7 +9,8 @@ coordinates divided by the cell size, inclusive, clamped to the cells that touch
 
 Example:
     >>> import os, tempfile, torch
-    >>> from scenemetrics.osim.yolox import YOLOX, random_checkpoint, synthetic_images
+    >>> from scenemetrics.osim.random import random_checkpoint, synthetic_images
+    >>> from scenemetrics.osim.yolox import YOLOX
     >>> path = random_checkpoint("yolox_nano", os.path.join(tempfile.mkdtemp(), "yolox_nano.pth"))
     >>> model = YOLOX.from_official("yolox_nano", weights_path=path)
     >>> refs = synthetic_images(2, (96, 128), seed=3)
@@ -31,10 +32,11 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from scenemetrics.image import check_images
+from scenemetrics.osim.boxes import Letterbox, letterbox_tensor
 from scenemetrics.osim.detector import check_model, check_model_classes, load_detector
 from scenemetrics.osim.options import OSIMOptions, SaliencyFn
 from scenemetrics.osim.saliency import gbvs
-from scenemetrics.osim.yolox import COCO_CLASSES, YOLOX, Letterbox, letterbox_tensor
+from scenemetrics.osim.yolox import COCO_CLASSES, YOLOX
 
 __all__ = [
     "OSIMResult",
@@ -480,7 +482,8 @@ def osim(
 
     Example:
         >>> import os, tempfile, torch
-        >>> from scenemetrics.osim.yolox import YOLOX, random_checkpoint, synthetic_images
+        >>> from scenemetrics.osim.random import random_checkpoint, synthetic_images
+        >>> from scenemetrics.osim.yolox import YOLOX
         >>> p = random_checkpoint("yolox_nano", os.path.join(tempfile.mkdtemp(), "yolox_nano.pth"))
         >>> refs = synthetic_images(2, (96, 128), seed=3)
         >>> res = osim((refs * 0.7).clamp(0, 1), refs, detector="yolox_nano", weights_path=p, conf_threshold=0.3)

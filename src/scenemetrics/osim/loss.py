@@ -19,10 +19,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from scenemetrics.image import check_images
+from scenemetrics.osim.boxes import letterbox_tensor
 from scenemetrics.osim.detector import FrozenDetector
 from scenemetrics.osim.functional import _box_means, _class_sums, _content_rgb, _saliency_maps, box_spans
 from scenemetrics.osim.options import OSIMOptions, SaliencyFn
-from scenemetrics.osim.yolox import YOLOX, letterbox_tensor
+from scenemetrics.osim.yolox import YOLOX
 
 __all__ = ["OSIMLoss"]
 
@@ -54,7 +55,7 @@ class OSIMLoss(nn.Module):
 
     Example:
         >>> import os, tempfile, torch
-        >>> from scenemetrics.osim.yolox import random_checkpoint, synthetic_images
+        >>> from scenemetrics.osim.random import random_checkpoint, synthetic_images
         >>> p = random_checkpoint("yolox_nano", os.path.join(tempfile.mkdtemp(), "yolox_nano.pth"))
         >>> refs = synthetic_images(2, (96, 128), seed=3)
         >>> loss_fn = OSIMLoss(refs, detector="yolox_nano", weights_path=p, conf_threshold=0.3)

@@ -49,7 +49,7 @@ class OSIM(Metric):
 
     Example:
         >>> import os, tempfile, torch
-        >>> from scenemetrics.osim.yolox import random_checkpoint, synthetic_images
+        >>> from scenemetrics.osim.random import random_checkpoint, synthetic_images
         >>> p = random_checkpoint("yolox_nano", os.path.join(tempfile.mkdtemp(), "yolox_nano.pth"))
         >>> metric = OSIM(detector="yolox_nano", weights_path=p, conf_threshold=0.3)
         >>> refs = synthetic_images(3, (96, 128), seed=3)

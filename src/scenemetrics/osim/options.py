@@ -3,7 +3,7 @@
 :func:`~scenemetrics.osim.osim`, :class:`~scenemetrics.osim.OSIM` and :class:`~scenemetrics.osim.OSIMLoss` keep their
 keyword arguments; each builds one record from them (the metric and the loss at construction, the function per
 call) and the scoring code below them takes the record as it is, never checking it again. Thresholds follow one
-rule (:func:`~scenemetrics.osim.yolox.check_thresholds`): ``conf_threshold`` a number >= 0 (above 1 no detection is
+rule (:func:`~scenemetrics.osim.boxes.check_thresholds`): ``conf_threshold`` a number >= 0 (above 1 no detection is
 kept), ``nms_threshold`` an IoU in [0, 1].
 
 Example:
@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from torch import Tensor
 
 from scenemetrics.checks import check_choice
-from scenemetrics.osim.yolox import FEATURE_LAYERS, check_thresholds, normalize_variant
+from scenemetrics.osim.boxes import check_thresholds
+from scenemetrics.osim.checkpoints import normalize_variant
+from scenemetrics.osim.yolox import FEATURE_LAYERS
 
 __all__ = ["SALIENCY_MODES", "OSIMOptions", "SaliencyFn"]
 

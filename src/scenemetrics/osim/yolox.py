@@ -1,12 +1,11 @@
-"""YOLOX in pure PyTorch, module for module the Megvii release (checkpoints load strictly), with pre/post-processing.
+"""The YOLOX network in pure PyTorch, module for module the Megvii release, so release checkpoints load strictly.
 
 The network follows ``Megvii-BaseDetection/YOLOX`` (``network_blocks.py``, ``darknet.py``, ``yolo_pafpn.py``,
 ``yolo_head.py``): a CSPDarknet backbone (``backbone.backbone``), a PAFPN neck (``backbone``) and a decoupled head
 (``head``). Module names equal the keys of the release checkpoints, every BatchNorm uses ``eps=1e-3`` and
-``momentum=0.03`` as the official ``init_yolo`` sets them.
-
-Preprocessing is the official letterbox (top-left paste on a 114-grey canvas, BGR, 0..255, no normalisation),
-computed from RGB ``[0, 1]`` tensors; decoding and class-agnostic NMS follow ``yolox/utils/boxes.py``.
+``momentum=0.03`` as the official ``init_yolo`` sets them. The letterbox, decoding and NMS live in
+:mod:`scenemetrics.osim.boxes`, the variants and checkpoint reading in :mod:`scenemetrics.osim.checkpoints`, random
+checkpoints in :mod:`scenemetrics.osim.random`.
 
 Example:
     >>> import torch
@@ -20,54 +19,37 @@ Example:
 from __future__ import annotations
 
 import math
-import numbers
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-import torchvision
 from torch import Tensor, nn
 
-from scenemetrics import hub
-from scenemetrics.checks import check_number
 from scenemetrics.image import check_images
+from scenemetrics.osim.boxes import (
+    Letterbox,
+    YOLOXOutput,
+    _postprocess,
+    check_thresholds,
+    decode_outputs,
+    letterbox_tensor,
+)
+from scenemetrics.osim.checkpoints import (
+    _CONFIGS,
+    _check_num_classes,
+    check_official_state,
+    normalize_variant,
+    read_official,
+)
 
-__all__ = [
-    "COCO_CLASSES",
-    "FEATURE_LAYERS",
-    "YOLOX",
-    "YOLOX_VARIANTS",
-    "Detections",
-    "Letterbox",
-    "YOLOXOutput",
-    "check_thresholds",
-    "decode_outputs",
-    "infer_variant",
-    "letterbox",
-    "letterbox_tensor",
-    "normalize_variant",
-    "postprocess",
-    "random_checkpoint",
-]
-
-YOLOX_VARIANTS = ("yolox_nano", "yolox_tiny", "yolox_s", "yolox_m", "yolox_l", "yolox_x")
-"""The six Megvii release variants, smallest first."""
+__all__ = ["COCO_CLASSES", "FEATURE_LAYERS", "YOLOX"]
 
 FEATURE_LAYERS = ("dark3", "dark4", "dark5", "p3", "p4", "p5")
 """Feature maps :meth:`YOLOX.extract` can return: CSPDarknet stages and PAFPN outputs (strides 8, 16, 32)."""
 
 # variant -> (depth multiplier, width multiplier, depthwise convs, official test size); from exps/default/*.py
-_CONFIGS: dict[str, tuple[float, float, bool, int]] = {
-    "yolox_nano": (0.33, 0.25, True, 416),
-    "yolox_tiny": (0.33, 0.375, False, 416),
-    "yolox_s": (0.33, 0.50, False, 640),
-    "yolox_m": (0.67, 0.75, False, 640),
-    "yolox_l": (1.0, 1.0, False, 640),
-    "yolox_x": (1.33, 1.25, False, 640),
-}
+
 
 COCO_CLASSES = (
     "person", "bicycle", "car", "motorcycle", "airplane", "bus", "train", "truck", "boat", "traffic light",
@@ -82,58 +64,11 @@ COCO_CLASSES = (
 )  # fmt: skip
 """The 80 COCO class names in YOLOX's index order."""
 
+
 _BN_EPS = 1e-3
+
+
 _BN_MOMENTUM = 0.03
-_PAD_VALUE = 114.0
-
-
-def normalize_variant(variant: str) -> str:
-    """Canonical variant name (``"yolox-x"`` and ``"YOLOX_X"`` become ``"yolox_x"``).
-
-    Raises:
-        ValueError: unknown variant; the message lists :data:`YOLOX_VARIANTS`.
-    """
-    if not isinstance(variant, str):
-        raise ValueError(f"`variant` must be one of {', '.join(YOLOX_VARIANTS)}; received {variant!r}")
-    name = variant.strip().lower().replace("-", "_")
-    if name not in _CONFIGS:
-        raise ValueError(f"unknown YOLOX variant {variant!r}; expected one of {', '.join(YOLOX_VARIANTS)}")
-    return name
-
-
-def _check_num_classes(num_classes: int) -> int:
-    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
-        raise ValueError(
-            f"`num_classes` must be a positive int (or None: read it from the checkpoint); received {num_classes!r}"
-        )
-    return num_classes
-
-
-def infer_variant(state: Mapping[str, Tensor]) -> str | None:
-    """The YOLOX variant a state_dict was made for, from its tensor shapes (``None`` if it fits none).
-
-    The stem's output channels give the width (``int(64 * width)``: 16, 24, 32, 48, 64, 80), the number of
-    bottlenecks in ``dark2`` the depth (``max(round(3 * depth), 1)``), and ``dconv`` keys the depthwise nano.
-
-    Example:
-        >>> infer_variant(YOLOX("yolox_tiny").state_dict())
-        'yolox_tiny'
-    """
-    stem = state.get("backbone.backbone.stem.conv.conv.weight")
-    if not isinstance(stem, Tensor) or stem.ndim != 4:
-        return None
-    base = int(stem.shape[0])
-    prefix = "backbone.backbone.dark2.1.m."
-    depth = len({k[len(prefix) :].split(".", 1)[0] for k in state if k.startswith(prefix)})
-    depthwise = any(".dconv." in k for k in state)
-    for name, (d, w, dw, _) in _CONFIGS.items():
-        if int(64 * w) == base and max(round(3 * d), 1) == depth and dw == depthwise:
-            return name
-    return None
-
-
-# --------------------------------------------------------------------------------------------------------------
-# building blocks (names = checkpoint keys)
 
 
 class BaseConv(nn.Module):
@@ -301,275 +236,6 @@ class YOLOXHead(nn.Module):
         return levels
 
 
-# --------------------------------------------------------------------------------------------------------------
-# pre/post-processing
-
-
-@dataclass
-class Letterbox:
-    """A letterboxed batch.
-
-    Attributes:
-        canvas: ``(B, 3, S, S)`` float32, BGR, 0..255, content at the top-left, padding 114.
-        ratio: ``r = min(S / H, S / W)`` as Python computes it.
-        content_size: ``(int(H * r), int(W * r))``, the content region ``canvas[:, :, :h_c, :w_c]``.
-    """
-
-    canvas: Tensor
-    ratio: float
-    content_size: tuple[int, int]
-
-
-@dataclass
-class Detections:
-    """The detections of one image, sorted by descending score (NMS order).
-
-    Attributes:
-        boxes: ``(n, 4)`` float32 x1, y1, x2, y2 in original image pixels (``boxes_letterbox / ratio``).
-        boxes_letterbox: ``(n, 4)`` in letterbox-canvas pixels, not clipped (YOLOX does not clip).
-        scores: ``(n,)`` objectness * class confidence.
-        classes: ``(n,)`` int64 COCO class index.
-        objectness: ``(n,)``.
-        class_conf: ``(n,)`` maximum class probability.
-    """
-
-    boxes: Tensor
-    boxes_letterbox: Tensor
-    scores: Tensor
-    classes: Tensor
-    objectness: Tensor
-    class_conf: Tensor
-
-    def __len__(self) -> int:
-        return int(self.scores.shape[0])
-
-
-@dataclass
-class YOLOXOutput:
-    """What :meth:`YOLOX.detect` returns.
-
-    Attributes:
-        features: the requested layers, each ``(B, C, h, w)`` over the whole canvas.
-        raw: ``(B, N, 5 + C)`` decoded head output (as :meth:`YOLOX.forward`).
-        detections: one :class:`Detections` per image.
-        ratio: letterbox ratio.
-        content_size: letterbox content ``(h_c, w_c)``.
-        input_size: canvas side S.
-    """
-
-    features: dict[str, Tensor]
-    raw: Tensor
-    detections: list[Detections]
-    ratio: float
-    content_size: tuple[int, int]
-    input_size: int
-
-
-def _check_input_size(input_size: int) -> int:
-    if isinstance(input_size, bool) or not isinstance(input_size, int) or input_size <= 0 or input_size % 32:
-        raise ValueError(f"`input_size` must be a positive multiple of 32 (e.g. 416, 640); received {input_size!r}")
-    return input_size
-
-
-def letterbox_tensor(x: Tensor, input_size: int, quantize: bool) -> Letterbox:
-    """:func:`letterbox` of an already validated float ``(B, 3, H, W)`` RGB batch: no image checks here (values are
-    not range-checked), so a render an optimiser pushed slightly outside [0, 1] keeps its gradient path.
-
-    Example:
-        >>> import torch
-        >>> x = torch.rand(1, 3, 375, 500)
-        >>> bool(torch.equal(letterbox_tensor(x, 640, True).canvas, letterbox(x).canvas))
-        True
-    """
-    S = _check_input_size(input_size)
-    H, W = int(x.shape[-2]), int(x.shape[-1])
-    r = min(S / H, S / W)
-    h_c, w_c = int(H * r), int(W * r)
-    if min(h_c, w_c) < 1:
-        raise ValueError(
-            f"an image of {H}x{W} px letterboxes to {h_c}x{w_c} px at input_size {S}: the aspect ratio is too extreme"
-        )
-    bgr = x.flip(1) * 255.0
-    if quantize:
-        bgr = bgr.round()
-    if (h_c, w_c) != (H, W):
-        bgr = F.interpolate(bgr, size=(h_c, w_c), mode="bilinear", align_corners=False, antialias=False)
-        if quantize:  # OpenCV returns uint8
-            bgr = bgr.round().clamp(0.0, 255.0)
-    pad = (0, S - w_c, 0, S - h_c)
-    canvas = F.pad(bgr, pad, mode="constant", value=_PAD_VALUE)
-    return Letterbox(canvas=canvas, ratio=r, content_size=(h_c, w_c))
-
-
-def letterbox(images: Tensor, input_size: int = 640, *, quantize: bool = True) -> Letterbox:
-    """The official YOLOX preprocessing, from RGB ``[0, 1]`` images.
-
-    RGB is flipped to BGR and scaled to 0..255 (rounded when ``quantize``), resized by ``r = min(S/H, S/W)`` to
-    ``(int(H r), int(W r))`` with half-pixel bilinear interpolation and no antialias (OpenCV ``INTER_LINEAR``;
-    rounded and clamped again when ``quantize``), and pasted at the top-left of an ``S x S`` canvas of 114.
-
-    Args:
-        images: ``(B, 3, H, W)`` or ``(3, H, W)`` RGB, float in [0, 1] or uint8.
-        input_size: canvas side S, a multiple of 32.
-        quantize: round like the 8-bit pipeline of the paper; ``False`` keeps the canvas differentiable (and does
-            not range-check the input).
-
-    Returns:
-        A :class:`Letterbox`.
-
-    Raises:
-        ValueError: bad images (see :func:`scenemetrics.image.check_images`) or an ``input_size`` that is not a
-            positive multiple of 32.
-
-    Example:
-        >>> import torch
-        >>> lb = letterbox(torch.rand(1, 3, 375, 500))
-        >>> lb.ratio, lb.content_size, lb.canvas.shape
-        (1.28, (480, 640), torch.Size([1, 3, 640, 640]))
-    """
-    x = check_images(images, "images", check_range=quantize)
-    return letterbox_tensor(x, input_size, quantize)
-
-
-def decode_outputs(levels: Sequence[Tensor], strides: Sequence[int] = (8, 16, 32)) -> Tensor:
-    """Decode head levels into ``(B, sum h_k w_k, 5 + C)`` rows (official ``YOLOXHead.decode_outputs``).
-
-    Each level is flattened row-major (row index ``y * w + x``) and the levels are concatenated in the given order.
-    For a cell at column x, row y of a level with stride s: ``cx = (p0 + x) s``, ``cy = (p1 + y) s``,
-    ``w = exp(p2) s``, ``h = exp(p3) s``; the remaining columns pass through.
-
-    Args:
-        levels: ``levels[k]`` is ``(B, 5 + C, h_k, w_k)`` = [reg (4, raw), objectness, class probabilities].
-        strides: stride of each level.
-
-    Returns:
-        The decoded rows.
-
-    Example:
-        >>> import torch
-        >>> lvl = torch.zeros(1, 6, 1, 2)
-        >>> decode_outputs([lvl], strides=[8])[0, :, :4].tolist()
-        [[0.0, 0.0, 8.0, 8.0], [8.0, 0.0, 8.0, 8.0]]
-    """
-    if len(levels) != len(strides):
-        raise ValueError(f"`levels` ({len(levels)}) and `strides` ({len(strides)}) must have the same length")
-    rows = []
-    for lvl, stride in zip(levels, strides, strict=True):
-        if lvl.ndim != 4 or lvl.shape[1] < 5:
-            raise ValueError(f"each level must have shape (B, 5 + C, h, w); received {tuple(lvl.shape)}")
-        _, _, h, w = lvl.shape
-        flat = lvl.flatten(2).transpose(1, 2)  # (B, h*w, 5 + C)
-        yv, xv = torch.meshgrid(
-            torch.arange(h, device=lvl.device, dtype=lvl.dtype),
-            torch.arange(w, device=lvl.device, dtype=lvl.dtype),
-            indexing="ij",
-        )
-        grid = torch.stack([xv, yv], dim=-1).reshape(1, h * w, 2)
-        xy = (flat[..., 0:2] + grid) * stride
-        wh = flat[..., 2:4].exp() * stride
-        rows.append(torch.cat([xy, wh, flat[..., 4:]], dim=-1))
-    return torch.cat(rows, dim=1)
-
-
-def _empty_detections(like: Tensor) -> Detections:
-    z = like.new_zeros((0,))
-    return Detections(
-        boxes=like.new_zeros((0, 4)),
-        boxes_letterbox=like.new_zeros((0, 4)),
-        scores=z,
-        classes=torch.zeros(0, dtype=torch.int64, device=like.device),
-        objectness=z.clone(),
-        class_conf=z.clone(),
-    )
-
-
-def check_thresholds(conf_threshold: float, nms_threshold: float) -> None:
-    """``conf_threshold``: a number >= 0 (``inf`` keeps no detection: scores lie in [0, 1]); ``nms_threshold``:
-    an IoU in [0, 1]. NaN, booleans and other types raise ``ValueError`` naming the argument.
-
-    Example:
-        >>> check_thresholds(float("nan"), 0.45)
-        Traceback (most recent call last):
-        ...
-        ValueError: `conf_threshold` must be a number >= 0 (inf keeps no detection); received nan
-    """
-    ok = isinstance(conf_threshold, numbers.Real) and not isinstance(conf_threshold, bool)
-    if not ok or not float(conf_threshold) >= 0.0:  # NaN fails the comparison
-        raise ValueError(
-            f"`conf_threshold` must be a number >= 0 (inf keeps no detection); received {conf_threshold!r}"
-        )
-    check_number(nms_threshold, "nms_threshold", low=0.0, high=1.0)
-
-
-def postprocess(
-    raw: Tensor, *, conf_threshold: float = 0.35, nms_threshold: float = 0.45, ratio: float = 1.0
-) -> list[Detections]:
-    """Threshold and class-agnostic NMS of decoded rows (official ``postprocess(..., class_agnostic=True)``).
-
-    Boxes become ``cx -/+ w/2, cy -/+ h/2``; the class is the argmax of the class probabilities and the score is
-    ``objectness * class_conf``. Rows with ``score >= conf_threshold`` (inclusive) enter
-    ``torchvision.ops.nms(boxes, score, nms_threshold)``, whose order (descending score) is kept. Boxes are not
-    clipped; original-image boxes are ``boxes_letterbox / ratio``.
-
-    Args:
-        raw: ``(B, N, 5 + C)`` from :func:`decode_outputs` / :meth:`YOLOX.forward`.
-        conf_threshold: minimum score (inclusive), >= 0; ``inf`` keeps no detection (the raw rows stay available).
-        nms_threshold: IoU above which the lower-scored box is suppressed, in [0, 1].
-        ratio: the letterbox ratio (> 0).
-
-    Raises:
-        ValueError: a bad ``raw`` shape or a bad threshold / ratio (the message names the argument).
-
-    Returns:
-        One :class:`Detections` per image.
-
-    Example:
-        >>> import torch
-        >>> raw = torch.tensor([[[50.0, 50, 20, 20, 0.9, 0.8, 0.1], [52.0, 50, 20, 20, 0.8, 0.1, 0.9]]])
-        >>> d = postprocess(raw, conf_threshold=0.5)[0]
-        >>> d.boxes.tolist(), d.classes.tolist()
-        ([[40.0, 40.0, 60.0, 60.0]], [0])
-    """
-    if raw.ndim != 3 or raw.shape[-1] < 6:
-        raise ValueError(f"`raw` must have shape (B, N, 5 + C) with C >= 1; received {tuple(raw.shape)}")
-    check_thresholds(conf_threshold, nms_threshold)
-    check_number(ratio, "ratio", low=0.0, low_open=True)
-    return _postprocess(raw, conf_threshold, nms_threshold, ratio)
-
-
-def _postprocess(raw: Tensor, conf_threshold: float, nms_threshold: float, ratio: float) -> list[Detections]:
-    """:func:`postprocess` of a checked ``raw`` with checked thresholds and ratio."""
-    out = []
-    for pred in raw:
-        xy, wh = pred[:, 0:2], pred[:, 2:4]
-        boxes = torch.cat([xy - wh / 2, xy + wh / 2], dim=1)
-        class_conf, classes = pred[:, 5:].max(dim=1)
-        obj = pred[:, 4]
-        score = obj * class_conf
-        keep = score >= conf_threshold
-        if not bool(keep.any()):
-            out.append(_empty_detections(pred))
-            continue
-        boxes, score, classes, obj, class_conf = boxes[keep], score[keep], classes[keep], obj[keep], class_conf[keep]
-        idx = torchvision.ops.nms(boxes.float(), score.float(), float(nms_threshold))
-        boxes_lb = boxes[idx]
-        out.append(
-            Detections(
-                boxes=boxes_lb / ratio,
-                boxes_letterbox=boxes_lb,
-                scores=score[idx],
-                classes=classes[idx].to(torch.int64),
-                objectness=obj[idx],
-                class_conf=class_conf[idx],
-            )
-        )
-    return out
-
-
-# --------------------------------------------------------------------------------------------------------------
-# the model
-
-
 class YOLOX(nn.Module):
     """YOLOX detector (nano, tiny, s, m, l, x) whose ``state_dict`` keys equal the Megvii release checkpoints.
 
@@ -637,38 +303,15 @@ class YOLOX(nn.Module):
 
         Example:
             >>> import tempfile, os
+            >>> from scenemetrics.osim.random import random_checkpoint
             >>> path = random_checkpoint("yolox_nano", os.path.join(tempfile.mkdtemp(), "n.pth"), num_classes=3,
             ...                          calibrate=False)
             >>> model = YOLOX.from_official("yolox_nano", weights_path=path)
             >>> model.training, model.num_classes
             (False, 3)
         """
-        name = normalize_variant(variant)
-        if num_classes is not None:
-            num_classes = _check_num_classes(num_classes)
-        path = hub.resolve_weights(f"osim/{name}", weights_path)
-        source = os.fspath(path)
-        ckpt = hub.load_torch_checkpoint(path)
-        state = ckpt["model"] if isinstance(ckpt, Mapping) and "model" in ckpt else ckpt
-        if not isinstance(state, Mapping) or not all(isinstance(v, Tensor) for v in state.values()):
-            raise ValueError(
-                f"{source!r} is not a YOLOX checkpoint: expected {{'model': state_dict, ...}} or a bare "
-                "state_dict of tensors"
-            )
-        found = infer_variant(state)
-        if found is not None and found != name:
-            raise ValueError(
-                f"{source!r} is a {found} checkpoint, not {name} (inferred from its tensor shapes): load it with "
-                f'detector="{found}" (CLI: --detector {found}) or YOLOX.from_official("{found}", ...)'
-            )
-        head = state.get("head.cls_preds.0.weight")
-        in_file = int(head.shape[0]) if isinstance(head, Tensor) and head.ndim >= 1 else None
-        if num_classes is not None and in_file is not None and num_classes != in_file:
-            raise ValueError(
-                f"num_classes={num_classes} was asked for, but the head of {source!r} has {in_file} classes "
-                f"(head.cls_preds.0.weight is {tuple(head.shape)}); pass num_classes={in_file} or None"
-            )
-        model = cls(name, num_classes=num_classes or in_file or len(COCO_CLASSES))
+        name, state, source, head_size = read_official(variant, weights_path, num_classes)
+        model = cls(name, num_classes=head_size or len(COCO_CLASSES))
         model.load_official_state_dict(state, source=source)
         model.eval().requires_grad_(False)
         if device is not None:
@@ -677,26 +320,7 @@ class YOLOX(nn.Module):
 
     def load_official_state_dict(self, state: Mapping[str, Tensor], *, source: str = "state_dict") -> None:
         """``load_state_dict(state, strict=True)`` with a :class:`ValueError` that names what does not match."""
-        own = self.state_dict()
-        missing = [k for k in own if k not in state]
-        unexpected = [k for k in state if k not in own]
-        mismatched = [
-            f"{k}: {tuple(state[k].shape)} vs {tuple(v.shape)}"
-            for k, v in own.items()
-            if k in state and tuple(state[k].shape) != tuple(v.shape)
-        ]
-        if missing or unexpected or mismatched:
-            parts = []
-            if missing:
-                parts.append(f"{len(missing)} missing key(s) (e.g. {', '.join(missing[:4])})")
-            if unexpected:
-                parts.append(f"{len(unexpected)} unexpected key(s) (e.g. {', '.join(unexpected[:4])})")
-            if mismatched:
-                parts.append(f"{len(mismatched)} shape mismatch(es) (e.g. {'; '.join(mismatched[:3])})")
-            raise ValueError(
-                f"{source} does not match YOLOX variant {self.variant!r}: {', '.join(parts)}. Check the variant; "
-                "legacy 0.0.1 Megvii weights are not supported (use the 0.1.1rc0 release)."
-            )
+        check_official_state(self.state_dict(), state, source=source, variant=self.variant)
         self.load_state_dict(state, strict=True)
 
     # -- inference ----------------------------------------------------------------------------------------------
@@ -806,132 +430,3 @@ class YOLOX(nn.Module):
     def device(self) -> torch.device:
         """The device of the parameters."""
         return next(self.parameters()).device
-
-
-# --------------------------------------------------------------------------------------------------------------
-# random-weight checkpoints in the official layout (tests, demo, benchmarks)
-
-
-def synthetic_images(n: int, size: int | tuple[int, int], *, seed: int = 0) -> Tensor:
-    """``n`` RGB images in [0, 1]: smooth colour gradients with a few rectangles and discs (deterministic).
-
-    Example:
-        >>> synthetic_images(2, (32, 48)).shape
-        torch.Size([2, 3, 32, 48])
-    """
-    h, w = (size, size) if isinstance(size, int) else size
-    g = torch.Generator().manual_seed(seed)
-    ys = torch.linspace(0, 1, h).view(h, 1)
-    xs = torch.linspace(0, 1, w).view(1, w)
-    out = torch.empty(n, 3, h, w)
-    for i in range(n):
-        a, b, c = torch.rand(3, 3, generator=g)
-        img = a.view(3, 1, 1) + (b.view(3, 1, 1) - a.view(3, 1, 1)) * (0.6 * ys + 0.4 * xs) * c.view(3, 1, 1)
-        for _ in range(int(torch.randint(3, 7, (1,), generator=g))):
-            cy, cx, ry, rx = torch.rand(4, generator=g).tolist()
-            ry, rx = 0.05 + 0.25 * ry, 0.05 + 0.25 * rx
-            color = torch.rand(3, 1, 1, generator=g)
-            if bool(torch.rand(1, generator=g) < 0.5):
-                mask = ((ys - cy).abs() < ry) & ((xs - cx).abs() < rx)
-            else:
-                mask = ((ys - cy) / ry) ** 2 + ((xs - cx) / rx) ** 2 < 1
-            img = torch.where(mask, color, img)
-        out[i] = img.clamp(0, 1)
-    return out
-
-
-@torch.no_grad()
-def _randomize(model: YOLOX, g: torch.Generator, calibrate: bool, calib_size: int, seed: int) -> None:
-    for module in model.modules():
-        if isinstance(module, nn.Conv2d) and module.bias is None:
-            fan_in = module.weight[0].numel()
-            module.weight.copy_(torch.randn(module.weight.shape, generator=g) * math.sqrt(2.0 / fan_in))
-        elif isinstance(module, nn.BatchNorm2d):
-            c = module.num_features
-            module.weight.copy_(0.3 + 0.3 * torch.rand(c, generator=g))
-            module.bias.copy_(0.4 + 0.2 * torch.rand(c, generator=g))
-            module.running_mean.zero_()
-            module.running_var.fill_(1.0)
-    head = model.head
-    for k in range(len(model.strides)):
-        c = head.cls_preds[k].in_channels
-        # zero-mean rows with a large gain: the argmax class varies from cell to cell and is confident
-        cls_w = torch.randn(model.num_classes, c, generator=g)
-        head.cls_preds[k].weight.copy_((cls_w - cls_w.mean(1, keepdim=True)).view_as(head.cls_preds[k].weight) * 4.0)
-        head.cls_preds[k].bias.fill_(-2.0)
-        obj_w = torch.randn(1, c, generator=g)
-        head.obj_preds[k].weight.copy_((obj_w - obj_w.mean()).view_as(head.obj_preds[k].weight) * 4.0)
-        head.obj_preds[k].bias.fill_(-4.0)
-        reg_w = torch.randn(4, c, generator=g)
-        head.reg_preds[k].weight.copy_((reg_w - reg_w.mean(1, keepdim=True)).view_as(head.reg_preds[k].weight) * 0.3)
-        head.reg_preds[k].bias.copy_(torch.tensor([0.0, 0.0, math.log(2.5), math.log(2.5)]))
-    if not calibrate:
-        return
-    # One train-mode pass with cumulative averaging sets every running mean/var to the batch statistics of a few
-    # synthetic images, so the eval-mode network neither explodes nor collapses.
-    canvas = letterbox_tensor(synthetic_images(4, calib_size, seed=seed), calib_size, True).canvas
-    bns = [m for m in model.modules() if isinstance(m, nn.BatchNorm2d)]
-    for bn in bns:
-        bn.reset_running_stats()
-        bn.momentum = None
-    model.train()
-    model._features(canvas, (), need_head=True)
-    for bn in bns:
-        bn.momentum = _BN_MOMENTUM
-    model.eval()
-    # Objectness bias: about 1% of the calibration cells reach a confident objectness.
-    p3, p4, p5 = model.backbone(model.backbone.backbone(canvas))
-    logits = []
-    for k, f in enumerate((p3, p4, p5)):
-        rf = head.reg_convs[k](head.stems[k](f))
-        logits.append((head.obj_preds[k](rf) - head.obj_preds[k].bias.view(1, -1, 1, 1)).flatten())
-    q = torch.quantile(torch.cat(logits), 0.99)
-    for k in range(len(model.strides)):
-        head.obj_preds[k].bias.fill_(float(-q) + 1.0)
-
-
-def random_checkpoint(
-    variant: str,
-    path: str | os.PathLike,
-    seed: int = 0,
-    *,
-    calibrate: bool = True,
-    calib_size: int = 256,
-    num_classes: int = 80,
-) -> Path:
-    """Write a random-weight checkpoint in the Megvii release layout ``{"model": state_dict, "start_epoch": 0}``.
-
-    The weights are built so that the network behaves (no test may download the real ones): He-normal convs,
-    BatchNorm gains in [0.3, 0.6] and biases in [0.4, 0.6] (SiLU stays near its linear range), running statistics
-    calibrated by one train-mode pass over synthetic images (``calibrate=True``), zero-mean class/objectness
-    predictor rows with large gains, and an objectness bias set so that about 1% of the calibration cells are
-    confident, which gives a handful of class-diverse detections per image. The scores such a detector produces
-    are meaningless (uncalibrated), but every code path of a real checkpoint is exercised.
-
-    Args:
-        variant: one of :data:`YOLOX_VARIANTS`.
-        path: output file (parent folders are created).
-        seed: random seed (the same seed gives the same file content).
-        calibrate: run the BatchNorm/objectness calibration (skip it when only the layout matters, e.g. to test
-            strict loading of yolox_x cheaply).
-        calib_size: canvas side of the calibration pass (multiple of 32).
-        num_classes: head size (80 as the COCO release; another value makes a checkpoint like a YOLOX fine-tuned
-            on your own classes).
-
-    Returns:
-        ``path`` as a :class:`~pathlib.Path`.
-
-    Example:
-        >>> import tempfile, os
-        >>> p = random_checkpoint("yolox_nano", os.path.join(tempfile.mkdtemp(), "yolox_nano.pth"))
-        >>> sorted(torch.load(p, weights_only=True))
-        ['model', 'start_epoch']
-    """
-    _check_input_size(calib_size)
-    g = torch.Generator().manual_seed(int(seed))
-    model = YOLOX(variant, num_classes=num_classes)
-    _randomize(model, g, calibrate, calib_size, int(seed))
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"model": model.state_dict(), "start_epoch": 0}, p)
-    return p
