@@ -42,6 +42,6 @@ def _isolated_caches(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
     def _no_download(url, dst, progress=True):  # pragma: no cover - reached only by a bug
         raise RuntimeError(f"tests must not download ({url})")
 
-    import scenemetrics.hub
+    import scenemetrics.hub.fetch
 
-    monkeypatch.setattr(scenemetrics.hub, "_download", _no_download)
+    monkeypatch.setattr(scenemetrics.hub.fetch, "_download", _no_download)

@@ -15,7 +15,7 @@ import torch
 
 from scenemetrics import hub
 
-REAL_DOWNLOAD = hub._download  # the root conftest replaces it with a function that refuses to download
+REAL_DOWNLOAD = hub.fetch._download  # the root conftest replaces it with one that refuses to download
 
 SQUEEZE = "puzzlesim/squeezenet1_1"
 SQUEEZE_FILE = "squeezenet1_1-b8a52dc0.pth"
@@ -52,7 +52,7 @@ class FakeDownloader:
 @pytest.fixture
 def downloader(monkeypatch) -> FakeDownloader:
     fake = FakeDownloader()
-    monkeypatch.setattr(hub, "_download", fake)
+    monkeypatch.setattr(hub.fetch, "_download", fake)
     return fake
 
 
@@ -95,10 +95,10 @@ def test_registry():
 
 
 def test_register(monkeypatch):
-    monkeypatch.setattr(hub, "_REGISTRY", dict(hub._REGISTRY))
+    monkeypatch.setattr(hub.catalogue, "_REGISTRY", dict(hub.catalogue._REGISTRY))
     new = entry()
     hub.register("testroom/model", new)
-    assert hub._REGISTRY["testroom/model"] is new
+    assert hub.catalogue._REGISTRY["testroom/model"] is new
     hub.register("testroom/model", entry())  # an equal entry again is fine
     with pytest.raises(ValueError, match=r"testroom/model.*already registered"):
         hub.register("testroom/model", entry(filename="other.bin"))
@@ -151,7 +151,7 @@ def test_torch_hub_cache_hit_precedence_and_verification(downloader, monkeypatch
         room="puzzlesim",
         filename="net-x.pth",
         sha256_prefix=hashlib.sha256(theirs).hexdigest()[:8],
-        extra_dirs=(hub._torch_hub_checkpoints,),
+        extra_dirs=(hub.catalogue._torch_hub_checkpoints,),
     )
     torch_file = Path(torch.hub.get_dir()) / "checkpoints" / "net-x.pth"
     torch_file.parent.mkdir(parents=True)
@@ -236,7 +236,7 @@ def test_md5_entry_verification(downloader):
 
 def test_first_url_fails_second_succeeds(monkeypatch):
     fake = FakeDownloader(fail=("https://example.invalid/a/",))
-    monkeypatch.setattr(hub, "_download", fake)
+    monkeypatch.setattr(hub.fetch, "_download", fake)
     path = hub.resolve_weights(entry(md5=hashlib.md5(CONTENT).hexdigest()))
     assert path.read_bytes() == CONTENT
     assert [url for url, _ in fake.calls] == list(entry().urls)
@@ -245,7 +245,7 @@ def test_first_url_fails_second_succeeds(monkeypatch):
 
 def test_all_downloads_fail(monkeypatch):
     fake = FakeDownloader(fail=("https://",))
-    monkeypatch.setattr(hub, "_download", fake)
+    monkeypatch.setattr(hub.fetch, "_download", fake)
     with pytest.raises(hub.WeightsNotFoundError, match=r"download failed.*connection refused.*connection refused"):
         hub.resolve_weights(entry())
     # a network failure keeps the partial file, so that the next try resumes it
@@ -290,9 +290,9 @@ def test_stamp_skips_rehashing_an_unchanged_file(downloader, monkeypatch):
     ck = entry(sha256=hashlib.sha256(CONTENT).hexdigest())
     path = hub.resolve_weights(ck)
     reads = []
-    real = hub.file_hashes
-    monkeypatch.setattr(hub, "file_hashes", lambda p, algos: reads.append(Path(p)) or real(p, algos))
-    monkeypatch.setattr(hub, "_VERIFIED", {})  # a new process: only the stamp file remains
+    real = hub.hashes.file_hashes
+    monkeypatch.setattr(hub.hashes, "file_hashes", lambda p, algos: reads.append(Path(p)) or real(p, algos))
+    monkeypatch.setattr(hub.hashes, "_VERIFIED", {})  # a new process: only the stamp file remains
     assert hub.resolve_weights(ck) == path and reads == []
     assert hub.verify_file(path, ck, use_stamp=False) == ck.sha256 and reads == [path]
     st = path.stat()
@@ -371,8 +371,8 @@ class FakeServer:
 def test_interrupted_download_resumes_with_a_range_request(monkeypatch):
     content = bytes(range(256)) * 3
     server = FakeServer(content, cut=100)
-    monkeypatch.setattr(hub, "_download", REAL_DOWNLOAD)
-    monkeypatch.setattr(hub, "_urlopen", server)
+    monkeypatch.setattr(hub.fetch, "_download", REAL_DOWNLOAD)
+    monkeypatch.setattr(hub.fetch, "_urlopen", server)
     ck = entry(urls=("https://example.invalid/model.bin",), sha256=hashlib.sha256(content).hexdigest())
     with pytest.raises(hub.WeightsNotFoundError, match="connection reset"):
         hub.resolve_weights(ck, progress=False)
@@ -385,30 +385,30 @@ def test_interrupted_download_resumes_with_a_range_request(monkeypatch):
 
 def test_server_without_range_support_and_complete_part(monkeypatch):
     content = b"0123456789" * 7
-    monkeypatch.setattr(hub, "_download", REAL_DOWNLOAD)
+    monkeypatch.setattr(hub.fetch, "_download", REAL_DOWNLOAD)
     part = hub.cache_dir("testroom") / "model.bin.part"
     part.parent.mkdir(parents=True)
     ck = entry(urls=("https://example.invalid/model.bin",), md5=hashlib.md5(content).hexdigest())
     part.write_bytes(content[:20])
     server = FakeServer(content, honour_range=False)
-    monkeypatch.setattr(hub, "_urlopen", server)
+    monkeypatch.setattr(hub.fetch, "_urlopen", server)
     assert hub.download(ck, progress=False).read_bytes() == content  # status 200: the part was replaced
     assert server.starts == [20]
     (hub.cache_dir("testroom") / "model.bin").unlink()
     part.write_bytes(content)  # a complete part: the server answers 416, the part is verified and kept
     server = FakeServer(content)
-    monkeypatch.setattr(hub, "_urlopen", server)
+    monkeypatch.setattr(hub.fetch, "_urlopen", server)
     assert hub.download(ck, progress=False).read_bytes() == content and server.starts == [len(content)]
 
 
 def test_stale_part_is_discarded_and_downloaded_again(monkeypatch):
     content = b"the real file " * 5
-    monkeypatch.setattr(hub, "_download", REAL_DOWNLOAD)
+    monkeypatch.setattr(hub.fetch, "_download", REAL_DOWNLOAD)
     part = hub.cache_dir("testroom") / "model.bin.part"
     part.parent.mkdir(parents=True)
     part.write_bytes(b"stale bytes from another file")
     server = FakeServer(content)
-    monkeypatch.setattr(hub, "_urlopen", server)
+    monkeypatch.setattr(hub.fetch, "_urlopen", server)
     ck = entry(urls=("https://example.invalid/model.bin",), sha256=hashlib.sha256(content).hexdigest())
     assert hub.download(ck, progress=False).read_bytes() == content
     assert server.starts == [len(b"stale bytes from another file"), 0]

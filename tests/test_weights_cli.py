@@ -16,7 +16,7 @@ import torch
 from scenemetrics import hub
 from scenemetrics.cli import main
 
-REAL_DOWNLOAD = hub._download  # the root conftest replaces it with a function that refuses to download
+REAL_DOWNLOAD = hub.fetch._download  # the root conftest replaces it with one that refuses to download
 
 
 def body(url: str) -> bytes:
@@ -35,8 +35,8 @@ def server(monkeypatch) -> list[str]:
         resp.headers = {"Content-Length": str(len(body(url)) - start)}
         return resp
 
-    monkeypatch.setattr(hub, "_download", REAL_DOWNLOAD)
-    monkeypatch.setattr(hub, "_urlopen", urlopen)
+    monkeypatch.setattr(hub.fetch, "_download", REAL_DOWNLOAD)
+    monkeypatch.setattr(hub.fetch, "_urlopen", urlopen)
     return requested
 
 

@@ -105,7 +105,7 @@ def test_simulated_download_refuses_the_payload(nano_trojan, marker, monkeypatch
         calls.append(url)
         shutil.copyfile(nano_trojan, dst)
 
-    monkeypatch.setattr(hub, "_download", fake_download)
+    monkeypatch.setattr(hub.fetch, "_download", fake_download)
     with pytest.raises(ValueError) as info:
         YOLOX.from_official("yolox_nano")
     cached = hub.cache_dir("osim") / "yolox_nano.pth"
@@ -126,7 +126,7 @@ def test_puzzlesim_paths_refuse_the_payload(tmp_path, marker, monkeypatch):
         load_backbone("squeezenet1_1", weights_path=bad)
     assert_refused(info.value, bad)
     # a download of it fails the published hash and is never loaded nor cached
-    monkeypatch.setattr(hub, "_download", lambda url, dst, progress=True: shutil.copyfile(bad, dst))
+    monkeypatch.setattr(hub.fetch, "_download", lambda url, dst, progress=True: shutil.copyfile(bad, dst))
     with pytest.raises(hub.WeightsNotFoundError, match="sha256"):
         load_backbone("squeezenet1_1")
     assert not (hub.cache_dir("puzzlesim") / "squeezenet1_1-b8a52dc0.pth").exists()
@@ -159,7 +159,7 @@ def test_other_loaders_refuse_the_payload(tmp_path, marker):
 def test_cache_tampering_is_detected(tmp_path, monkeypatch):
     """A download without published hash is recorded; replacing the cached file afterwards is an error."""
     src = random_checkpoint("yolox_nano", tmp_path / "yolox_nano.pth", calibrate=False)
-    monkeypatch.setattr(hub, "_download", lambda url, dst, progress=True: shutil.copyfile(src, dst))
+    monkeypatch.setattr(hub.fetch, "_download", lambda url, dst, progress=True: shutil.copyfile(src, dst))
     YOLOX.from_official("yolox_nano")
     cached = hub.cache_dir("osim") / "yolox_nano.pth"
     recorded = hub.read_sidecar(cached)

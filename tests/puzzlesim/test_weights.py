@@ -208,7 +208,7 @@ def test_scenemetrics_home_cache_then_torch_hub_cache(checkpoint, seed_maps, tor
 def test_offline_with_nothing_cached(monkeypatch):
     monkeypatch.setenv("SCENEMETRICS_OFFLINE", "1")
     calls = []
-    monkeypatch.setattr(hub, "_download", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(hub.fetch, "_download", lambda *a, **k: calls.append(a))
     for name in ("squeezenet1_1", "alexnet", "vgg16"):
         with pytest.raises(hub.WeightsNotFoundError) as info:
             load_backbone(name)
@@ -236,7 +236,7 @@ def test_download_with_a_wrong_file_is_rejected(monkeypatch, squeeze_ckpt):
         urls.append(url)
         shutil.copyfile(squeeze_ckpt, dst)
 
-    monkeypatch.setattr(hub, "_download", fake_download)
+    monkeypatch.setattr(hub.fetch, "_download", fake_download)
     with pytest.raises(hub.WeightsNotFoundError, match=r"download failed.*sha256.*b8a52dc0") as info:
         load_backbone("squeezenet1_1")
     assert urls == [URLS["squeezenet1_1"]]
@@ -258,14 +258,14 @@ def test_verified_download_is_moved_into_the_cache(monkeypatch, squeeze_ckpt, se
         sha256_prefix=prefix,
         extra_dirs=real.extra_dirs,
     )
-    monkeypatch.setitem(hub._REGISTRY, "puzzlesim/squeezenet1_1", entry)
+    monkeypatch.setitem(hub.catalogue._REGISTRY, "puzzlesim/squeezenet1_1", entry)
     downloads = []
 
     def fake_download(url, dst, progress=True):
         downloads.append((url, Path(dst).parent))
         shutil.copyfile(squeeze_ckpt, dst)
 
-    monkeypatch.setattr(hub, "_download", fake_download)
+    monkeypatch.setattr(hub.fetch, "_download", fake_download)
     torch.testing.assert_close(maps_with(), seed_maps[0], atol=0, rtol=0)
     cached = hub.scenemetrics_home() / "puzzlesim" / real.filename
     assert cached.is_file() and cached.read_bytes() == squeeze_ckpt.read_bytes()

@@ -18,5 +18,5 @@ from scenemetrics import hub
 def publish_hash(monkeypatch: pytest.MonkeyPatch, key: str, path: str | Path) -> hub.Checkpoint:
     """Replace the registry entry ``key`` (for this test) by one whose published sha256 is that of ``path``."""
     entry = dataclasses.replace(hub.CHECKPOINTS[key], sha256=hub.file_hash(path), sha256_prefix=None, md5=None)
-    monkeypatch.setitem(hub._REGISTRY, key, entry)
+    monkeypatch.setitem(hub.catalogue._REGISTRY, key, entry)
     return entry

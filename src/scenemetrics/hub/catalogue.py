@@ -1,0 +1,131 @@
+"""The table of every checkpoint scenemetrics can use: where it comes from, its published hashes, its cache folder.
+
+Example:
+    >>> from scenemetrics.hub.catalogue import CHECKPOINTS
+    >>> CHECKPOINTS["osim/yolox_x"].url.endswith("yolox_x.pth")
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+__all__ = ["CHECKPOINTS", "Checkpoint", "register"]
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One published checkpoint.
+
+    Attributes:
+        room: the scenemetrics room that uses it; the cache folder is ``$SCENEMETRICS_HOME/<room>``.
+        filename: file name in the cache (and the name searched for inside a ``weights_path`` folder).
+        urls: download locations, tried in order.
+        description: what the file is, for error messages.
+        sha256: full sha256 hex digest published for the file, if any.
+        sha256_prefix: leading hex digits of the sha256 (torchvision puts the first 8 in the file name).
+        md5: md5 hex digest, where only that is published.
+        extra_dirs: callables returning further folders to search before downloading.
+    """
+
+    room: str
+    filename: str
+    urls: tuple[str, ...]
+    description: str
+    sha256: str | None = None
+    sha256_prefix: str | None = None
+    md5: str | None = None
+    extra_dirs: tuple[Callable[[], Path], ...] = field(default=(), compare=False)
+
+    @property
+    def url(self) -> str:
+        return self.urls[0]
+
+
+def _torch_hub_checkpoints() -> Path:
+    import torch.hub
+
+    return Path(torch.hub.get_dir()) / "checkpoints"
+
+
+def _torchvision(room: str, arch: str, filename: str, description: str) -> Checkpoint:
+    # torchvision names its files <arch>-<first 8 hex digits of sha256>.pth and verifies that prefix.
+    return Checkpoint(
+        room=room,
+        filename=filename,
+        urls=(f"https://download.pytorch.org/models/{filename}",),
+        description=description,
+        sha256_prefix=filename.rsplit("-", 1)[1].split(".")[0],
+        extra_dirs=(_torch_hub_checkpoints,),
+    )
+
+
+def _yolox(variant: str) -> Checkpoint:
+    # Megvii publishes no hash for the 0.1.1rc0 release: the sha256 is recorded in a sidecar at the first download.
+    return Checkpoint(
+        room="osim",
+        filename=f"{variant}.pth",
+        urls=(f"https://github.com/Megvii-BaseDetection/YOLOX/releases/download/0.1.1rc0/{variant}.pth",),
+        description=f"Megvii YOLOX release 0.1.1rc0 checkpoint {variant} (OSIM detector)",
+    )
+
+
+_REGISTRY: dict[str, Checkpoint] = {
+    "puzzlesim/squeezenet1_1": _torchvision(
+        "puzzlesim", "squeezenet1_1", "squeezenet1_1-b8a52dc0.pth", "torchvision ImageNet SqueezeNet 1.1 weights"
+    ),
+    "puzzlesim/alexnet": _torchvision(
+        "puzzlesim", "alexnet", "alexnet-owt-7be5be79.pth", "torchvision ImageNet AlexNet weights"
+    ),
+    "puzzlesim/vgg16": _torchvision("puzzlesim", "vgg16", "vgg16-397923af.pth", "torchvision ImageNet VGG16 weights"),
+    **{f"osim/{v}": _yolox(v) for v in ("yolox_nano", "yolox_tiny", "yolox_s", "yolox_m", "yolox_l", "yolox_x")},
+    "inpainting/big-lama": Checkpoint(
+        room="inpainting",
+        filename="big-lama.pt",
+        urls=(
+            "https://github.com/Sanster/models/releases/download/add_big_lama/big-lama.pt",
+            "https://github.com/enesmsahin/simple-lama-inpainting/releases/download/v0.1.0/big-lama.pt",
+        ),
+        description="big-LaMa TorchScript export (lama-cleaner / IOPaint)",
+        md5="e3aa4aaa15225a33ec84f9f4bc47e500",
+    ),
+}
+
+
+CHECKPOINTS: Mapping[str, Checkpoint] = MappingProxyType(_REGISTRY)
+"""Read-only mapping ``"<room>/<name>" -> Checkpoint`` of every known checkpoint."""
+
+
+def register(key: str, checkpoint: Checkpoint) -> None:
+    """Add a checkpoint to :data:`CHECKPOINTS` (for rooms that build entries at import time).
+
+    Raises:
+        ValueError: if ``key`` is already registered with a different checkpoint.
+    """
+    old = _REGISTRY.get(key)
+    if old is not None and old != checkpoint:
+        raise ValueError(f"checkpoint key {key!r} is already registered for {old.filename!r}")
+    _REGISTRY[key] = checkpoint
+
+
+def _entry(key: str | Checkpoint) -> Checkpoint:
+    if isinstance(key, Checkpoint):
+        return key
+    if key not in _REGISTRY:
+        raise KeyError(f"unknown checkpoint {key!r}; known: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[key]
+
+
+def _published(ckpt: Checkpoint) -> list[tuple[str, str, bool]]:
+    """``(algorithm, hex, is_prefix)`` of every hash the publisher gives."""
+    out = []
+    if ckpt.md5 is not None:
+        out.append(("md5", ckpt.md5.lower(), False))
+    if ckpt.sha256 is not None:
+        out.append(("sha256", ckpt.sha256.lower(), False))
+    elif ckpt.sha256_prefix is not None:
+        out.append(("sha256", ckpt.sha256_prefix.lower(), True))
+    return out
