@@ -44,11 +44,12 @@ from pathlib import Path
 from typing import Any
 
 from scenemetrics.evaluation.config import EvalConfig, EvalSummary
-from scenemetrics.evaluation.planning import make_plan
+from scenemetrics.evaluation.layout import Unit
+from scenemetrics.evaluation.planning import Plan, make_plan
 from scenemetrics.evaluation.processes import FabricProcesses, LocalProcess, make_fabric
 from scenemetrics.evaluation.records import commit_unit
 from scenemetrics.evaluation.unit import UnitMetrics, error_text, evaluate_unit_safely, print_line
-from scenemetrics.registry import check_metric_options, load_plugins, resolve_metrics
+from scenemetrics.registry import MetricAdapter, check_metric_options, load_plugins, resolve_metrics
 
 __all__ = ["run_evaluation"]
 
@@ -107,106 +108,178 @@ def _is_terminal() -> bool:
 
 
 def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
-    load_plugins(config.plugins)
-    # an option of an unknown metric, an unknown key or a bad value is a usage error (each metric's schema)
-    config = dataclasses.replace(config, options=check_metric_options(config.options))
-    entries, unavailable = resolve_metrics(config.metrics, config.options, config.random_weights)
-    if config.background not in (None, "white", "black"):
-        raise ValueError(f"`background` must be 'white', 'black' or None; received {config.background!r}")
-    if not (isinstance(config.max_thumbnails, int) and config.max_thumbnails >= 0):
-        raise ValueError(f"`max_thumbnails` must be an int >= 0; received {config.max_thumbnails!r}")
-    out = Path(config.out)
+    """The evaluation on one rank: check, plan (rank 0), evaluate in rounds and commit, report (rank 0)."""
+    config, entries, unavailable = _checked(config)
     rank0 = dist.rank == 0
-    if not entries:
-        raise ValueError(
-            "none of the requested metrics can run here: " + "; ".join(f"{n}: {why}" for n, why in unavailable.items())
-        )
     with contextlib.ExitStack() as stack:
-        # rank-0-only steps (lock, planning, commits) broadcast their failure, so no rank waits in a collective
-        plan, failure = None, None
-        if rank0:
-            try:
-                if not config.dry_run:
-                    stack.enter_context(_out_lock(out))
-                for name, why in unavailable.items():
-                    warnings.warn(
-                        f"metric {name!r} is unavailable and is not evaluated: {why}", UserWarning, stacklevel=2
-                    )
-                plan = make_plan(config, entries, unavailable)
-            except Exception as err:
-                failure = err
-        plan, message = dist.broadcast((plan, None if failure is None else error_text(failure)))
-        if failure is not None:
-            raise failure
-        if message is not None:
-            raise RuntimeError(f"rank 0 stopped the evaluation: {message}")
+        plan = _plan(dist, config, entries, unavailable, stack)
         pending = [u for u in plan.units if plan.todo[u.key]]
         if config.dry_run:
             if rank0:
-                for u in plan.units:
-                    what = ", ".join(plan.todo[u.key]) or "(done)"
-                    print(f"{u.key} [{u.layout}, {len(u.views)} views]: {what}")
-            return EvalSummary(out=out, unavailable=dict(unavailable)) if rank0 else None
-        summary = EvalSummary(out=out, skipped_done=len(plan.units) - len(pending), unavailable=dict(unavailable))
+                _print_plan(plan)
+            return EvalSummary(out=Path(config.out), unavailable=dict(unavailable)) if rank0 else None
+        summary = EvalSummary(
+            out=Path(config.out), skipped_done=len(plan.units) - len(pending), unavailable=dict(unavailable)
+        )
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="scenemetrics-eval-")))
         talk = rank0 and not config.quiet
-        show = talk and _is_terminal()  # bars only on a terminal; a log gets one plain line per unit instead
         metrics = UnitMetrics(config, dist.device, work, announce=talk)
-        by_name = {e.name: e for e in entries}
-        from tqdm.auto import tqdm
-
-        overall = stack.enter_context(tqdm(total=len(pending), desc="units", disable=not show, file=sys.stderr))
-        skipped: dict[tuple[str, str], list[str]] = {}
-        errors: dict[tuple[str, str], list[str]] = {}  # (metric, message) -> units, printed once after the bar
-        unit_warnings: dict[str, list[str]] = {}
-        for k in range(math.ceil(len(pending) / dist.world_size)):
-            i = k * dist.world_size + dist.rank
-            payload = None
-            if i < len(pending):
-                adapters = [by_name[name] for name in plan.todo[pending[i].key]]
-                payload = evaluate_unit_safely(pending[i], adapters, metrics, config, show)
-            gathered = dist.all_gather(payload)
-            if rank0:
-                try:
-                    for r, p in enumerate(gathered):
-                        if p is None:
-                            continue
-                        record = commit_unit(out, p, plan, r)
-                        summary.evaluated += 1
-                        where = f"{record['method']}/{record['scene']}"
-                        for msg in record["warnings"]:
-                            unit_warnings.setdefault(msg, []).append(where)
-                        for name, cell in record["metrics"].items():
-                            if cell["status"] == "error":
-                                errors.setdefault((name, cell["error"]), []).append(where)
-                            elif cell["status"] == "skipped":
-                                key = (name, cell["reason"])
-                                skipped.setdefault(key, []).append(f"{record['method']}/{record['scene']}")
-                        overall.update(1)
-                        if talk and not show:
-                            print_line(f"[{summary.evaluated}/{len(pending)}] {where} done ({record['seconds']:.1f} s)")
-                except Exception as err:
-                    failure = err
-            message = dist.broadcast(None if failure is None else error_text(failure))
-            if failure is not None:
-                raise failure
-            if message is not None:
-                raise RuntimeError(f"rank 0 stopped the evaluation: {message}")
-        overall.close()
-        for msg, units in unit_warnings.items():
-            print_line(f"warning: {msg} ({_units_text(units)})")
-        for (name, reason), units in skipped.items():
-            where = ", ".join(units[:3]) + (f" and {len(units) - 3} more" if len(units) > 3 else "")
-            warnings.warn(f"{name} skipped for {len(units)} unit(s) ({where}): {reason}", UserWarning, stacklevel=2)
-        summary.error_groups = [
-            {"metric": name, "error": message, "units": units} for (name, message), units in errors.items()
-        ]
+        outcomes = _evaluate_in_rounds(dist, config, plan, pending, entries, metrics, summary, stack, talk)
+        _report_outcomes(outcomes, summary)
         dist.barrier()
         if not rank0:
             return None
         from scenemetrics.evaluation.report import finalize
 
         return finalize(config, plan, metrics, summary)
+
+
+def _checked(config: EvalConfig) -> tuple[EvalConfig, list[MetricAdapter], dict[str, str]]:
+    """Load the plugins; check the options against each metric's schema, the metrics and the other settings.
+
+    Returns:
+        ``(config with checked options, the metrics that can run, {metric: why it cannot})``.
+
+    Raises:
+        ValueError: an option of an unknown metric, an unknown key or a bad value; a bad ``background`` or
+            ``max_thumbnails``; no metric that can run.
+    """
+    load_plugins(config.plugins)
+    config = dataclasses.replace(config, options=check_metric_options(config.options))
+    entries, unavailable = resolve_metrics(config.metrics, config.options, config.random_weights)
+    if config.background not in (None, "white", "black"):
+        raise ValueError(f"`background` must be 'white', 'black' or None; received {config.background!r}")
+    if not (isinstance(config.max_thumbnails, int) and config.max_thumbnails >= 0):
+        raise ValueError(f"`max_thumbnails` must be an int >= 0; received {config.max_thumbnails!r}")
+    if not entries:
+        raise ValueError(
+            "none of the requested metrics can run here: " + "; ".join(f"{n}: {why}" for n, why in unavailable.items())
+        )
+    return config, entries, unavailable
+
+
+def _share(dist: Any, value: Any, failure: BaseException | None) -> Any:
+    """Broadcast rank 0's ``value`` and failure: every rank raises when rank 0 failed (none waits in a collective)."""
+    value, message = dist.broadcast((value, None if failure is None else error_text(failure)))
+    if failure is not None:
+        raise failure
+    if message is not None:
+        raise RuntimeError(f"rank 0 stopped the evaluation: {message}")
+    return value
+
+
+def _plan(
+    dist: Any,
+    config: EvalConfig,
+    entries: list[MetricAdapter],
+    unavailable: dict[str, str],
+    stack: contextlib.ExitStack,
+) -> Plan:
+    """Rank 0 takes the output folder's lock, warns about unavailable metrics and plans; every rank gets the plan."""
+    plan, failure = None, None
+    if dist.rank == 0:
+        try:
+            if not config.dry_run:
+                stack.enter_context(_out_lock(Path(config.out)))
+            for name, why in unavailable.items():
+                warnings.warn(f"metric {name!r} is unavailable and is not evaluated: {why}", UserWarning, stacklevel=4)
+            plan = make_plan(config, entries, unavailable)
+        except Exception as err:
+            failure = err
+    return _share(dist, plan, failure)
+
+
+def _print_plan(plan: Plan) -> None:
+    for u in plan.units:
+        what = ", ".join(plan.todo[u.key]) or "(done)"
+        print(f"{u.key} [{u.layout}, {len(u.views)} views]: {what}")
+
+
+@dataclasses.dataclass
+class _Outcomes:
+    """What rank 0 tells the user after the rounds: grouped warnings, skips and errors (each once)."""
+
+    warnings: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # message -> units
+    skipped: dict[tuple[str, str], list[str]] = dataclasses.field(default_factory=dict)  # (metric, reason) -> units
+    errors: dict[tuple[str, str], list[str]] = dataclasses.field(default_factory=dict)  # (metric, message) -> units
+
+
+def _evaluate_in_rounds(
+    dist: Any,
+    config: EvalConfig,
+    plan: Plan,
+    pending: Sequence[Unit],
+    entries: Sequence[MetricAdapter],
+    metrics: UnitMetrics,
+    summary: EvalSummary,
+    stack: contextlib.ExitStack,
+    talk: bool,
+) -> _Outcomes:
+    """Unit ``i`` of ``pending`` goes to rank ``i % world_size``; after each round rank 0 commits what was gathered."""
+    from tqdm.auto import tqdm
+
+    show = talk and _is_terminal()  # bars only on a terminal; a log gets one plain line per unit instead
+    overall = stack.enter_context(tqdm(total=len(pending), desc="units", disable=not show, file=sys.stderr))
+    by_name = {e.name: e for e in entries}
+    outcomes = _Outcomes()
+    for k in range(math.ceil(len(pending) / dist.world_size)):
+        i = k * dist.world_size + dist.rank
+        payload = None
+        if i < len(pending):
+            adapters = [by_name[name] for name in plan.todo[pending[i].key]]
+            payload = evaluate_unit_safely(pending[i], adapters, metrics, config, show)
+        gathered = dist.all_gather(payload)
+        failure = None
+        if dist.rank == 0:
+            try:
+                _commit_round(Path(config.out), gathered, plan, summary, outcomes, len(pending), overall, talk, show)
+            except Exception as err:
+                failure = err
+        _share(dist, None, failure)
+    overall.close()
+    return outcomes
+
+
+def _commit_round(
+    out: Path,
+    gathered: Sequence[dict[str, Any] | None],
+    plan: Plan,
+    summary: EvalSummary,
+    outcomes: _Outcomes,
+    total: int,
+    bar: Any,
+    talk: bool,
+    show: bool,
+) -> None:
+    """Commit every unit of a round (rank 0) and note its warnings, skips and errors."""
+    for r, p in enumerate(gathered):
+        if p is None:
+            continue
+        record = commit_unit(out, p, plan, r)
+        summary.evaluated += 1
+        where = f"{record['method']}/{record['scene']}"
+        for msg in record["warnings"]:
+            outcomes.warnings.setdefault(msg, []).append(where)
+        for name, cell in record["metrics"].items():
+            if cell["status"] == "error":
+                outcomes.errors.setdefault((name, cell["error"]), []).append(where)
+            elif cell["status"] == "skipped":
+                outcomes.skipped.setdefault((name, cell["reason"]), []).append(where)
+        bar.update(1)
+        if talk and not show:
+            print_line(f"[{summary.evaluated}/{total}] {where} done ({record['seconds']:.1f} s)")
+
+
+def _report_outcomes(outcomes: _Outcomes, summary: EvalSummary) -> None:
+    """One line per distinct warning, one warning per distinct skip; the errors go to ``summary.error_groups``."""
+    for msg, units in outcomes.warnings.items():
+        print_line(f"warning: {msg} ({_units_text(units)})")
+    for (name, reason), units in outcomes.skipped.items():
+        where = ", ".join(units[:3]) + (f" and {len(units) - 3} more" if len(units) > 3 else "")
+        warnings.warn(f"{name} skipped for {len(units)} unit(s) ({where}): {reason}", UserWarning, stacklevel=3)
+    summary.error_groups = [
+        {"metric": name, "error": message, "units": units} for (name, message), units in outcomes.errors.items()
+    ]
 
 
 def _units_text(units: Sequence[str]) -> str:
