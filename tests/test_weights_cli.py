@@ -79,7 +79,7 @@ def test_list_download_verify_path(capsys, server):
     assert rows["osim/yolox_nano"]["recorded_sha256"] == hub.file_hash(nano)
     assert rows["osim/yolox_nano"]["sidecar"] == str(hub.sidecar_path(nano))
     assert not rows["osim/yolox_x"]["cached"] and rows["osim/yolox_x"]["hash_ok"] is None
-    code, out, _ = run(capsys, "list", "--room", "osim")
+    code, out, _ = run(capsys, "list", "--family", "osim")
     assert "yolox_nano.pth.sha256" in out and "puzzlesim" not in out.split("\n", 1)[1]
     # path
     code, out, _ = run(capsys, "path", "yolox_nano.pth")
@@ -101,8 +101,8 @@ def test_list_download_verify_path(capsys, server):
     assert run(capsys, "download", "yolox_s", "--quiet", "--force")[0] == 0 and len(server) == before + 1
 
 
-def test_download_room_all_and_errors(capsys, server, monkeypatch):
-    code, _out, err = run(capsys, "download", "--room", "osim", "--quiet")
+def test_download_family_all_and_errors(capsys, server, monkeypatch):
+    code, _out, err = run(capsys, "download", "--family", "osim", "--quiet")
     assert code == 0, err
     assert sorted(p.name for p in hub.cache_dir("osim").glob("*.pth")) == sorted(
         f"{v}.pth" for v in ("yolox_nano", "yolox_tiny", "yolox_s", "yolox_m", "yolox_l", "yolox_x")
@@ -114,8 +114,8 @@ def test_download_room_all_and_errors(capsys, server, monkeypatch):
     assert run(capsys, "download")[0] == 1  # nothing named
     code, _, err = run(capsys, "download", "nope")
     assert code == 1 and "'nope' is not a known checkpoint" in err
-    code, _, err = run(capsys, "download", "--room", "nowhere")
-    assert code == 1 and "rooms:" in err
+    code, _, err = run(capsys, "download", "--family", "nowhere")
+    assert code == 1 and "is not a metric family with checkpoints; families: inpainting, osim, puzzlesim" in err
     monkeypatch.setenv("SCENEMETRICS_OFFLINE", "1")
     code, _, err = run(capsys, "download", "yolox_x")
     assert code == 1 and "SCENEMETRICS_OFFLINE" in err

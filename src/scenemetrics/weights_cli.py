@@ -2,18 +2,18 @@
 
 Subcommands:
 
-* ``list``: every checkpoint scenemetrics knows (room, file, size, URL, whether it is cached and whether its hash
+* ``list``: every checkpoint scenemetrics knows (metric family, file, size, URL, whether it is cached and whether its hash
   checks out; the sha256 recorded for files without a published hash).
-* ``download NAME... | --all | --room ROOM``: download into ``$SCENEMETRICS_HOME`` with a progress bar, resuming an
+* ``download NAME... | --all | --family NAME``: download into ``$SCENEMETRICS_HOME`` with a progress bar, resuming an
   interrupted download (``<file>.part``), and verify.
 * ``verify [NAME...]``: rehash the cached files and compare with the published or recorded hashes.
 * ``path NAME``: the local path of a checkpoint (where it is cached, or where it would be).
 * ``convert IN OUT --i-trust-this-file``: re-save a checkpoint that the safe loader refuses as plain tensors.
 
-Names are the keys of :data:`scenemetrics.hub.CHECKPOINTS` (``osim/yolox_x``), or their part after the room
-(``yolox_x``) or the file name (``yolox_x.pth``) when that is unambiguous.
+Names are the keys of :data:`scenemetrics.hub.CHECKPOINTS` (``osim/yolox_x``), or their part after the metric
+family (``yolox_x``) or the file name (``yolox_x.pth``) when that is unambiguous.
 
-Air-gapped clusters: run ``scenemetrics weights download --all`` (or ``--room osim``) on a machine with internet
+Air-gapped clusters: run ``scenemetrics weights download --all`` (or ``--family osim``) on a machine with internet
 access, copy ``$SCENEMETRICS_HOME`` to the cluster, and set ``SCENEMETRICS_HOME`` to the copy and
 ``SCENEMETRICS_OFFLINE=1`` on the compute nodes.
 
@@ -51,22 +51,22 @@ def register(subparsers: Any) -> None:
     sub = p.add_subparsers(dest="weights_command", metavar="SUBCOMMAND")
     sub.required = True
 
-    ls = sub.add_parser("list", help="every known checkpoint: room, file, size, URL, cached?, hash ok?")
-    ls.add_argument("--room", default=None, help="only this room's checkpoints")
+    ls = sub.add_parser("list", help="every known checkpoint: metric family, file, size, URL, cached?, hash ok?")
+    ls.add_argument("--family", default=None, help="only the checkpoints of this metric family (e.g. osim)")
     ls.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ls.set_defaults(func=_list)
 
     dl = sub.add_parser("download", help="download checkpoints into the cache (resumable, verified)")
     dl.add_argument("names", nargs="*", metavar="NAME", help="checkpoints to download (e.g. yolox_x, osim/yolox_s)")
     dl.add_argument("--all", action="store_true", help="every known checkpoint")
-    dl.add_argument("--room", default=None, help="every checkpoint of this room (e.g. osim, puzzlesim)")
+    dl.add_argument("--family", default=None, help="every checkpoint of this metric family (e.g. osim, puzzlesim)")
     dl.add_argument("--force", action="store_true", help="download again even when a verified copy is cached")
     add_quiet_arg(dl)
     dl.set_defaults(func=_download)
 
     ve = sub.add_parser("verify", help="rehash cached checkpoints and compare with their published/recorded hash")
     ve.add_argument("names", nargs="*", metavar="NAME", help="checkpoints to verify (default: every cached one)")
-    ve.add_argument("--room", default=None, help="only this room's checkpoints")
+    ve.add_argument("--family", default=None, help="only the checkpoints of this metric family (e.g. osim)")
     ve.set_defaults(func=_verify)
 
     pa = sub.add_parser("path", help="print the local path of a checkpoint (exit 1 when it is not cached)")
@@ -99,21 +99,21 @@ def register(subparsers: Any) -> None:
 # ------------------------------------------------------------------------------------------------ names and status
 
 
-def resolve_names(names: Sequence[str] = (), *, all_: bool = False, room: str | None = None) -> list[str]:
+def resolve_names(names: Sequence[str] = (), *, all_: bool = False, family: str | None = None) -> list[str]:
     """Registry keys for the names given on the command line (full keys, short names or file names).
 
     Raises:
-        CLIError: an unknown or ambiguous name, an unknown room, or nothing selected.
+        CLIError: an unknown or ambiguous name, an unknown metric family, or nothing selected.
     """
     keys = sorted(hub.CHECKPOINTS)
-    rooms = sorted({c.room for c in hub.CHECKPOINTS.values()})
-    if room is not None and room not in rooms:
-        raise CLIError(f"--room {room!r} is not a room with checkpoints; rooms: {', '.join(rooms)}")
+    families = sorted({c.room for c in hub.CHECKPOINTS.values()})
+    if family is not None and family not in families:
+        raise CLIError(f"--family {family!r} is not a metric family with checkpoints; families: {', '.join(families)}")
     selected: list[str] = []
     if all_:
         selected += keys
-    if room is not None:
-        selected += [k for k in keys if hub.CHECKPOINTS[k].room == room]
+    if family is not None:
+        selected += [k for k in keys if hub.CHECKPOINTS[k].room == family]
     for name in names:
         if name in hub.CHECKPOINTS:
             selected.append(name)
@@ -153,7 +153,7 @@ def _status(key: str, *, rehash: bool) -> dict[str, Any]:
     published = bool(ckpt.md5 or ckpt.sha256 or ckpt.sha256_prefix)
     row: dict[str, Any] = {
         "name": key,
-        "room": ckpt.room,
+        "family": ckpt.room,
         "file": ckpt.filename,
         "url": ckpt.url,
         "hash": _hash_kind(ckpt),
@@ -200,15 +200,17 @@ def _table(rows: list[list[str]]) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    keys = resolve_names(all_=args.room is None, room=args.room)
+    keys = resolve_names(all_=args.family is None, family=args.family)
     rows = [_status(k, rehash=False) for k in keys]
     if args.json:
         print(json.dumps({"home": str(hub.scenemetrics_home()), "checkpoints": rows}, indent=2))
         return 0
-    table = [["NAME", "ROOM", "FILE", "SIZE", "CACHED", "HASH OK", "URL"]]
+    table = [["NAME", "FAMILY", "FILE", "SIZE", "CACHED", "HASH OK", "URL"]]
     for r in rows:
         ok = "-" if not r["cached"] else ("yes" if r["hash_ok"] else ("no" if r["hash_ok"] is False else "unknown"))
-        table.append([r["name"], r["room"], r["file"], _size(r["size"]), "yes" if r["cached"] else "no", ok, r["url"]])
+        table.append(
+            [r["name"], r["family"], r["file"], _size(r["size"]), "yes" if r["cached"] else "no", ok, r["url"]]
+        )
     print(f"cache: {hub.scenemetrics_home()}" + ("  (SCENEMETRICS_OFFLINE=1)" if hub.is_offline() else ""))
     print(_table(table))
     notes = [f"{r['name']}: {r['problem']}" for r in rows if r["problem"]]
@@ -220,13 +222,13 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _download(args: argparse.Namespace) -> int:
-    if not (args.names or args.all or args.room):
+    if not (args.names or args.all or args.family):
         raise CLIError(
-            "name the checkpoints to download, or pass --all or --room ROOM (see `scenemetrics weights list`)"
+            "name the checkpoints to download, or pass --all or --family NAME (see `scenemetrics weights list`)"
         )
     if hub.is_offline():
         raise CLIError("SCENEMETRICS_OFFLINE=1 is set: unset it to download (on a machine with internet access)")
-    keys = resolve_names(args.names, all_=args.all, room=args.room)
+    keys = resolve_names(args.names, all_=args.all, family=args.family)
     failed = []
     for key in keys:
         try:
@@ -242,7 +244,7 @@ def _download(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    keys = resolve_names(args.names, all_=not args.names and args.room is None, room=args.room)
+    keys = resolve_names(args.names, all_=not args.names and args.family is None, family=args.family)
     rows = [_status(k, rehash=True) for k in keys]
     if args.names:
         missing = [r["name"] for r in rows if not r["cached"]]

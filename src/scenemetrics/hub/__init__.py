@@ -4,7 +4,7 @@ Resolution order for a checkpoint (:func:`resolve_weights`):
 
 1. ``weights_path=``: a file is used as given (no hash check, so locally built or fine-tuned weights work);
    a folder is searched for the checkpoint's file name.
-2. The cache ``$SCENEMETRICS_HOME/<room>/<file>`` (default ``$SCENEMETRICS_HOME`` is
+2. The cache ``$SCENEMETRICS_HOME/<family>/<file>`` (default ``$SCENEMETRICS_HOME`` is
    ``torch.hub.get_dir()/scenemetrics``).
 3. Extra places a user may already hold the file (for torchvision backbones: torch's own
    ``torch.hub.get_dir()/checkpoints``).

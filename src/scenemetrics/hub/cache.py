@@ -37,7 +37,7 @@ def scenemetrics_home() -> Path:
 
 
 def cache_dir(room: str) -> Path:
-    """The cache folder of one room: ``$SCENEMETRICS_HOME/<room>`` (not created)."""
+    """The cache folder of one metric family: ``$SCENEMETRICS_HOME/<family>`` (not created)."""
     return scenemetrics_home() / room
 
 

@@ -21,7 +21,7 @@ class Checkpoint:
     """One published checkpoint.
 
     Attributes:
-        room: the scenemetrics room that uses it; the cache folder is ``$SCENEMETRICS_HOME/<room>``.
+        room: the metric family that uses it (``puzzlesim``, ``osim``, ...); the cache folder is ``$SCENEMETRICS_HOME/<room>``.
         filename: file name in the cache (and the name searched for inside a ``weights_path`` folder).
         urls: download locations, tried in order.
         description: what the file is, for error messages.
@@ -96,7 +96,7 @@ _REGISTRY: dict[str, Checkpoint] = {
 
 
 CHECKPOINTS: Mapping[str, Checkpoint] = MappingProxyType(_REGISTRY)
-"""Read-only mapping ``"<room>/<name>" -> Checkpoint`` of every known checkpoint."""
+"""Read-only mapping ``"<family>/<name>" -> Checkpoint`` of every known checkpoint."""
 
 
 def register(key: str, checkpoint: Checkpoint) -> None:
