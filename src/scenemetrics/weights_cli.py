@@ -2,8 +2,8 @@
 
 Subcommands:
 
-* ``list``: every checkpoint scenemetrics knows (metric family, file, size, URL, whether it is cached and whether its hash
-  checks out; the sha256 recorded for files without a published hash).
+* ``list``: every checkpoint scenemetrics knows (metric family, file, size, URL, whether it is cached and whether its
+  hash checks out; the sha256 recorded for files without a published hash).
 * ``download NAME... | --all | --family NAME``: download into ``$SCENEMETRICS_HOME`` with a progress bar, resuming an
   interrupted download (``<file>.part``), and verify.
 * ``verify [NAME...]``: rehash the cached files and compare with the published or recorded hashes.

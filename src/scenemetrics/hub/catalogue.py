@@ -21,7 +21,8 @@ class Checkpoint:
     """One published checkpoint.
 
     Attributes:
-        room: the metric family that uses it (``puzzlesim``, ``osim``, ...); the cache folder is ``$SCENEMETRICS_HOME/<room>``.
+        room: the metric family that uses it (``puzzlesim``, ``osim``, ...); its cache folder is
+            ``$SCENEMETRICS_HOME/<room>``.
         filename: file name in the cache (and the name searched for inside a ``weights_path`` folder).
         urls: download locations, tried in order.
         description: what the file is, for error messages.
