@@ -58,7 +58,9 @@ def test_options_errors_name_the_argument(options, pattern):
         PuzzleSimOptions(**options)
 
 
-def test_each_entry_point_validates_its_options_once(monkeypatch, squeeze_ckpt):
+@pytest.fixture
+def layer_checks(monkeypatch) -> list:
+    """The ``layers`` each call of ``validate_layers`` (the check every options record runs) received."""
     calls = []
     real = options_module.validate_layers
 
@@ -67,6 +69,11 @@ def test_each_entry_point_validates_its_options_once(monkeypatch, squeeze_ckpt):
         return real(backbone, layers)
 
     monkeypatch.setattr(options_module, "validate_layers", counting)
+    return calls
+
+
+def test_each_entry_point_validates_its_options_once(layer_checks, squeeze_ckpt):
+    calls = layer_checks
     puzzle_similarity_map(IMAGE, REFS, weights_path=squeeze_ckpt)
     assert len(calls) == 1  # one record for the call: not again by the memory, the search or Eq. 3
     memory = PuzzleSimMemory(REFS, weights_path=squeeze_ckpt)
@@ -77,15 +84,8 @@ def test_each_entry_point_validates_its_options_once(monkeypatch, squeeze_ckpt):
     assert calls == []  # the metric's options were validated at construction
 
 
-def test_with_call_checks_only_what_changes(monkeypatch, squeeze_ckpt):
-    calls = []
-    real = options_module.validate_layers
-
-    def counting(backbone, layers):
-        calls.append(layers)
-        return real(backbone, layers)
-
-    monkeypatch.setattr(options_module, "validate_layers", counting)
+def test_with_call_checks_only_what_changes(layer_checks, squeeze_ckpt):
+    calls = layer_checks
     opts = PuzzleSimOptions(layers=(2, 4), layer_weights=(0.8, 0.2))
     calls.clear()
     assert opts.with_call(layers=(2, 4), layer_weights=(0.8, 0.2), screening="auto", chunk_size=None) is opts
