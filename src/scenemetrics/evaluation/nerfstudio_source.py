@@ -3,9 +3,10 @@
 The model is loaded with nerfstudio's own ``eval_setup`` (as ``ns-eval`` does), the evaluation split's cameras are
 rendered with ``model.get_outputs_for_camera``, and the renders, the split's ground-truth images and the training
 images are written once into ``<out>/inputs/nerfstudio-<method>-<experiment>-<step>/{renders,gt,train}/`` (named
-after the dataset's image files). From there the unit is scored like any other: PuzzleSim against the training
-images, PSNR/SSIM/LPIPS/OSIM against the held-out images, PRISM where its extra is installed; the same results
-files and report are written, and a rerun reuses the renders of the same checkpoint step.
+after the dataset's image files, each name through :func:`scenemetrics.fileio.safe_name`). From there the unit is
+scored like any other: PuzzleSim against the training images, PSNR/SSIM/LPIPS/OSIM against the held-out images, PRISM
+where its extra is installed; the same results files and report are written, and a rerun reuses the renders of the
+same checkpoint step.
 
 Paths in ``config.yml`` are relative to the folder ``ns-train`` ran in; when they do not resolve from the current
 folder they are resolved from the folder above the config's ``outputs/`` tree.
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from scenemetrics.evaluation.layout import Unit, _read_unit
+from scenemetrics.fileio import safe_name
 
 __all__ = ["SPLITS", "render_nerfstudio"]
 
@@ -86,13 +88,13 @@ def render_nerfstudio(
             path, test_mode=split, update_config_callback=lambda c: _fix_paths(c, path)
         )
     method, scene = str(config.method_name), str(config.experiment_name)
-    folder = Path(cache) / f"nerfstudio-{method}-{scene}-{split}-{step}"
+    folder = Path(cache) / safe_name(f"nerfstudio-{method}-{scene}-{split}-{step}")
     if not (folder / ".complete").is_file():
         datamanager = pipeline.datamanager
         eval_data, train_data = datamanager.eval_dataset, datamanager.train_dataset
         pipeline.eval()
         cameras = eval_data.cameras
-        names = [Path(f).stem for f in eval_data.image_filenames]
+        names = [safe_name(Path(f).stem) for f in eval_data.image_filenames]
         bar = tqdm(range(len(cameras)), desc=f"rendering {method}/{scene}", disable=quiet, file=sys.stderr)
         with torch.no_grad():
             for i in bar:
@@ -103,6 +105,6 @@ def render_nerfstudio(
                 viz.save_png(gt.permute(2, 0, 1).cpu(), folder / "gt" / f"{names[i]}.png")
         for i, f in enumerate(train_data.image_filenames):
             image = train_data.get_image_float32(i)[..., :3]
-            viz.save_png(image.permute(2, 0, 1).cpu(), folder / "train" / f"{Path(f).stem}.png")
+            viz.save_png(image.permute(2, 0, 1).cpu(), folder / "train" / f"{safe_name(Path(f).stem)}.png")
         (folder / ".complete").write_text(f"{path.resolve()}\nstep {step}\n")
     return _read_unit(method, scene, folder, "scenemetrics", None, None)
