@@ -43,6 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--lama-weights", metavar="PATH", default=None, help="big-lama.pt file or its folder")
     p.add_argument(
+        "--i-trust-this-file",
+        action="store_true",
+        help="load a --lama-weights file that is not the published big-lama.pt: TorchScript runs code stored in "
+        "the file when it is loaded, so only do this for a file you made or trust",
+    )
+    p.add_argument(
         "--diffusers-model",
         metavar="ID_OR_DIR",
         default="stable-diffusion-v1-5/stable-diffusion-inpainting",
@@ -75,7 +81,7 @@ def build_inpainter(args: argparse.Namespace, device: Any) -> Any:
     if args.inpainter == "opencv":
         return OpenCVInpainter()
     if args.inpainter == "lama":
-        lama = LaMaInpainter(weights_path=args.lama_weights, device=device)
+        lama = LaMaInpainter(weights_path=args.lama_weights, device=device, trust_file=args.i_trust_this_file)
         try:
             lama.load()
         except hub.WeightsNotFoundError as err:
