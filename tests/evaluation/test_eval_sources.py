@@ -226,7 +226,7 @@ def test_a_nerfstudio_config_that_would_run_code_is_refused(tmp_path, tag, messa
     text = f"method_name: nerfacto\nexperiment_name: lego\nx: {tag.format(marker=marker)}\n"
     if "os.system" in tag and "new" not in tag:  # control: the full loader does run it
         control = tmp_path / "control"
-        yaml.load(text.replace(str(marker), str(control)), Loader=yaml.Loader)  # noqa: S506 - the point of the test
+        yaml.load(text.replace(str(marker), str(control)), Loader=yaml.Loader)  # the unsafe loader, on purpose
         assert control.exists()
     config = tmp_path / "config.yml"
     config.write_text(text)
