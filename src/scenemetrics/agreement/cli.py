@@ -340,15 +340,16 @@ def _stability(args: argparse.Namespace, out: Path) -> int:
 
 
 def _read_wireframes(path: str) -> list[Any]:
-    import numpy as np
 
     from scenemetrics.wireframe import as_wireframe
 
     if Path(path).suffix.lower() == ".npz":
-        with np.load(path, allow_pickle=False) as z:
-            if "vertices" not in z or "edges" not in z:
-                raise ValueError(f"{path}: the NPZ needs arrays 'vertices' and 'edges'.")
-            return [as_wireframe((z["vertices"], z["edges"]), name="gt")]
+        from scenemetrics.fileio import load_npz
+
+        z = load_npz(path)
+        if "vertices" not in z or "edges" not in z:
+            raise ValueError(f"{path}: the NPZ needs arrays 'vertices' and 'edges'.")
+        return [as_wireframe((z["vertices"], z["edges"]), name="gt")]
     data = json.loads(Path(path).read_text())
     houses = data if isinstance(data, list) else [data]
     return [as_wireframe(h, name=f"gt[{k}]" if isinstance(data, list) else "gt") for k, h in enumerate(houses)]

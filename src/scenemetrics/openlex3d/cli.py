@@ -254,12 +254,12 @@ def _require(path: Path) -> Path:
 
 
 def _features_by_text(path: Path, texts: list[str], what: str) -> Any:
-    import numpy as np
+    from scenemetrics.fileio import load_npz
 
-    with np.load(path) as data:
-        if "texts" not in data or "features" not in data:
-            raise CLIError(f"{path}: an .npz of {what} needs arrays `texts` and `features`")
-        keys, feats = [str(t) for t in data["texts"]], data["features"]
+    data = load_npz(path)
+    if "texts" not in data or "features" not in data:
+        raise CLIError(f"{path}: an .npz of {what} needs arrays `texts` and `features`")
+    keys, feats = [str(t) for t in data["texts"]], data["features"]
     if feats.ndim != 2 or len(keys) != len(feats):
         raise CLIError(f"{path}: `features` must be (len(texts), D); received {feats.shape} for {len(keys)} texts")
     row = {t: i for i, t in enumerate(keys)}
@@ -280,14 +280,14 @@ def _encode(config: dict[str, Any], texts: list[str], device: Any) -> Any:
 
 
 def _prompt_features(config: dict[str, Any], prompts: list[str], device: Any) -> Any:
-    import numpy as np
+    from scenemetrics.fileio import load_npy
 
     if config["clip"]:
         return _encode(config, prompts, device)
     path = _require(Path(config["text_features"]))
     if path.suffix == ".npz":
         return _features_by_text(path, prompts, "prompt")
-    feats = np.load(path)
+    feats = load_npy(path)
     if feats.ndim != 2 or len(feats) != len(prompts):
         raise CLIError(
             f"{path}: expected ({len(prompts)}, D) prompt embeddings, one per prompt; received {feats.shape}"
