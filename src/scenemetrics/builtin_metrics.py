@@ -18,6 +18,7 @@ import importlib.util
 import os
 import tempfile
 import warnings
+import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
@@ -72,10 +73,35 @@ def build_psnr(config: MetricConfig) -> Any:
     return PeakSignalNoiseRatio(data_range=1.0, dim=(1, 2, 3), reduction="elementwise_mean")
 
 
+def _with_min_size(metric: Any, minimum: int, why: str) -> Any:
+    """``metric`` whose ``update`` first checks that images are at least ``minimum`` px on each side (a ValueError
+    naming the size, instead of torch's padding error deep inside the network)."""
+    update = metric.update
+
+    def checked(preds: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
+        h, w = preds.shape[-2:]
+        if h < minimum or w < minimum:
+            raise ValueError(
+                f"{type(metric).__name__} needs images of at least {minimum}x{minimum} pixels ({why}); received "
+                f"{h}x{w}"
+            )
+        return update(preds, target, *args, **kwargs)
+
+    metric.update = checked
+    return metric
+
+
+# the smallest side each torchmetrics network accepts (found by trying every size: 31 for AlexNet's 11 px stride-4
+# stem and its pooling, 16 for VGG16, 17 for SqueezeNet; SSIM's reflection padding of its 11 px window needs 6)
+_LPIPS_MIN_SIZE = {"alex": 31, "vgg": 16, "squeeze": 17}
+_SSIM_MIN_SIZE = 6
+
+
 def build_ssim(config: MetricConfig) -> Any:
     from torchmetrics.image import StructuralSimilarityIndexMeasure
 
-    return StructuralSimilarityIndexMeasure(data_range=1.0)
+    metric = StructuralSimilarityIndexMeasure(data_range=1.0)
+    return _with_min_size(metric, _SSIM_MIN_SIZE, "its 11 px Gaussian window is reflection-padded by 5 px")
 
 
 def lpips_checkpoint(net: str, weights_path: str | os.PathLike | None, work_dir: str | os.PathLike) -> Path:
@@ -106,7 +132,8 @@ def lpips_checkpoint(net: str, weights_path: str | os.PathLike | None, work_dir:
     key = f"puzzlesim/{arch}"
     path = hub.resolve_weights(key, weights_path)
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        # mmap needs torch's zip format; older (legacy-format) torchvision files are read whole, as PuzzleSim does
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))
     except Exception as err:
         raise ValueError(f"could not read LPIPS backbone checkpoint {os.fspath(path)!r}: {err}") from err
     with torch.device("meta"):
@@ -166,9 +193,10 @@ def build_lpips(config: MetricConfig) -> Any:
     old_dir = torch.hub.get_dir()
     torch.hub.set_dir(str(hub_dir))
     try:
-        return LearnedPerceptualImagePatchSimilarity(net_type=net, normalize=True)
+        metric = LearnedPerceptualImagePatchSimilarity(net_type=net, normalize=True)
     finally:
         torch.hub.set_dir(old_dir)
+    return _with_min_size(metric, _LPIPS_MIN_SIZE[net], f"the smallest input of its {arch} backbone")
 
 
 def build_puzzlesim(config: MetricConfig) -> Any:
@@ -181,6 +209,13 @@ def build_puzzlesim(config: MetricConfig) -> Any:
     for key in ("layers", "layer_weights", "resize", "chunk_size"):
         if config.options.get(key) is not None:
             kwargs[key] = config.options[key]
+    if "layers" in kwargs and "layer_weights" not in kwargs:
+        # as `scenemetrics puzzlesim --layers`: the paper's weights belong to its layers (2, 3, 4); others get 1/m each
+        from scenemetrics.puzzlesim import DEFAULT_LAYERS
+
+        layers = kwargs["layers"]
+        if (tuple(layers) if isinstance(layers, (list, tuple)) else (layers,)) != tuple(DEFAULT_LAYERS):
+            kwargs["layer_weights"] = None
     return PuzzleSim(backbone=backbone, weights_path=weights, keep_maps=True, **kwargs)
 
 

@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (0 ok, 1 error, 2 usage).
+    """Run the CLI; returns the exit code (0 ok, 1 error, 2 usage, 130 interrupted by Ctrl-C / SIGINT).
 
     Args:
         argv: the arguments; ``None`` (the ``scenemetrics`` program) reads ``sys.argv``. The warnings a command raises
@@ -152,11 +152,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     failure: str | None = None
+    interrupted = False
     with _deferred_warnings() as caught:
         try:
             code = args.func(args)
         except KeyboardInterrupt:
-            failure = "interrupted"
+            failure, interrupted = "interrupted", True
         except Exception as err:
             if os.environ.get("SCENEMETRICS_DEBUG", "").strip() not in ("", "0"):
                 traceback.print_exc()
@@ -164,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _print_warnings(caught, program=argv is None)
     if failure is not None:  # the last line on stderr, after the warnings
         print(f"scenemetrics: {failure}", file=sys.stderr)
-        return 1
+        return 130 if interrupted else 1  # 128 + SIGINT, as shells report a program stopped by Ctrl-C
     return int(code or 0)
 
 

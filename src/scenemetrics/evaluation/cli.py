@@ -115,8 +115,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     w.add_argument("--lpips-net", choices=("alex", "vgg", "squeeze"), help="LPIPS backbone (default alex)")
     w.add_argument("--osim-weights", metavar="PATH", help="YOLOX checkpoint (file or folder)")
     w.add_argument("--osim-detector", metavar="NAME", help="YOLOX variant (yolox_x; yolox_nano when random)")
-    w.add_argument("--osim-conf", type=float, metavar="F", help="OSIM detection confidence threshold (0.35)")
-    w.add_argument("--osim-nms", type=float, metavar="F", help="OSIM NMS IoU threshold (0.45)")
+    w.add_argument(
+        "--osim-conf", type=_cli.unit_interval, metavar="F", help="OSIM detection confidence in [0, 1] (0.35)"
+    )
+    w.add_argument("--osim-nms", type=_cli.unit_interval, metavar="F", help="OSIM NMS IoU threshold in [0, 1] (0.45)")
     w.add_argument("--osim-saliency", choices=("gbvs", "uniform"), help="OSIM saliency weighting (gbvs)")
     w.add_argument("--prism-model", metavar="DIR|REPO", help="Zero123 diffusers folder or hub id (PRISM)")
     w.add_argument("--prism-head", metavar="FILE", help="PRISM projection head (.safetensors); omitted: raw mode")

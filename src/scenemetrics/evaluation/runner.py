@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import shutil
 import sys
 import tempfile
 import warnings
@@ -43,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from scenemetrics.evaluation.config import RANDOM_BANNER, EvalConfig, EvalSummary
+from scenemetrics.evaluation.layout import check_output_folder
 from scenemetrics.evaluation.planning import make_plan
 from scenemetrics.evaluation.processes import FabricProcesses, LocalProcess, make_fabric
 from scenemetrics.evaluation.records import (
@@ -71,6 +73,10 @@ __all__ = [
     "read_records",
     "run_evaluation",
 ]
+
+WORK_DIR = ".work"
+"""Scratch folder inside ``--out`` (random checkpoints, LPIPS's completed checkpoint): each rank's run removes its
+own; a killed run's leftovers are removed by the next run, under the output lock."""
 
 
 def run_evaluation(config: EvalConfig) -> EvalSummary | None:
@@ -149,7 +155,11 @@ def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
         if rank0:
             try:
                 if not config.dry_run:
+                    if config.root is not None:  # before the lock file marks the folder as an output folder
+                        check_output_folder(config.root, out, config.split)
                     stack.enter_context(_out_lock(out))
+                    # scratch files of a run that was killed (SIGKILL skips every cleanup): ours now, under the lock
+                    shutil.rmtree(out / WORK_DIR, ignore_errors=True)
                 for name, why in unavailable.items():
                     warnings.warn(
                         f"metric {name!r} is unavailable and is not evaluated: {why}", UserWarning, stacklevel=2
@@ -170,7 +180,8 @@ def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
                     print(f"{u.key} [{u.layout}, {len(u.views)} views]: {what}")
             return EvalSummary(out=out, unavailable=dict(unavailable)) if rank0 else None
         summary = EvalSummary(out=out, skipped_done=len(plan.units) - len(pending), unavailable=dict(unavailable))
-        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="scenemetrics-eval-")))
+        (out / WORK_DIR).mkdir(parents=True, exist_ok=True)
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"rank{dist.rank}-", dir=out / WORK_DIR)))
         talk = rank0 and not config.quiet
         show = talk and _is_terminal()  # bars only on a terminal; a log gets one plain line per unit instead
         metrics = UnitMetrics(config, dist.device, work, announce=talk)

@@ -112,7 +112,6 @@ def list_references(folder: str) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    import tempfile
 
     random_weights = _cli.random_weights_banner(args)
     if args.inpainter is None:
@@ -122,11 +121,11 @@ def run(args: argparse.Namespace) -> int:
             f"--random-weights replaces the PuzzleSim backbone only; --inpainter {args.inpainter} has no random "
             "stand-in (use --inpainter opencv)"
         )
-    with tempfile.TemporaryDirectory(prefix="scenemetrics-inpaint-") as tmp:
-        if random_weights:
+    with _cli.scratch_dir(random_weights, "scenemetrics-inpaint-") as tmp:
+        if tmp is not None:
             from scenemetrics.puzzlesim import random_checkpoint
 
-            args.weights = str(random_checkpoint(args.backbone, Path(tmp) / f"{args.backbone}-random.pth"))
+            args.weights = str(random_checkpoint(args.backbone, tmp / f"{args.backbone}-random.pth"))
         code = _run(args)
     if random_weights:
         print(_cli.RANDOM_BANNER, file=sys.stderr)

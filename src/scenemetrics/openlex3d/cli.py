@@ -79,6 +79,22 @@ def register(subparsers: Any) -> None:
         "--alignment-threshold", type=float, default=0.001, help="squared distance (m^2) for masks (0.001)"
     )
     ret.set_defaults(func=run, _parser=ret)
+    for task in (seg, ret):
+        _keep_values_given_before(task)
+
+
+def _keep_values_given_before(task: argparse.ArgumentParser) -> None:
+    """Options given before TASK (``eval --out F segmentation``) must not be reset to the task parser's defaults.
+
+    argparse copies every option of a sub-command's namespace over the parent's, defaults included; with
+    ``SUPPRESS`` defaults an option the task's own arguments leave out keeps the parent's value (or the parent's
+    default). The task's "one of" groups are checked after parsing (:func:`_check_gt_args`), across both places.
+    """
+    for action in task._actions:
+        if action.dest != "help":
+            action.default = argparse.SUPPRESS
+    for group in task._mutually_exclusive_groups:
+        group.required = False
 
 
 def _segmentation_args(seg: argparse.ArgumentParser, *, features_required: bool) -> None:
@@ -130,6 +146,12 @@ def run(args: argparse.Namespace) -> int:
             args._parser.print_help(sys.stderr)
             return 2
         args.task = "benchmark"
+    try:
+        _check_required(args)
+    except CLIError as err:  # a missing required option is a usage error, as argparse reports it
+        args._parser.print_usage(sys.stderr)
+        print(f"{args._parser.prog}: error: {err}", file=sys.stderr)
+        return 2
     _check_gt_args(args)
     devices = _num_devices(args.devices)
     config = {k: v for k, v in vars(args).items() if k not in ("func", "_parser")}
@@ -170,10 +192,20 @@ def _launch_distributed(config: dict[str, Any], devices: int) -> int:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _check_gt_args(args: argparse.Namespace) -> None:
-    """Exactly one ground-truth source: ``--gt-root``, or ``--dataset`` with ``--dataset-root`` and ``--labels``."""
+def _check_required(args: argparse.Namespace) -> None:
+    """The options a task needs, wherever on the command line they were given (before or after TASK)."""
+    if args.task == "segmentation" and args.text_features is None and not args.clip:
+        raise CLIError("segmentation needs prompt embeddings: --text-features FILE or --clip")
+    if args.task == "retrieval" and args.query_features is None and not args.clip:
+        raise CLIError("retrieval needs query embeddings: --query-features FILE or --clip")
+    if args.clip and (args.text_features is not None or args.query_features is not None):
+        raise CLIError("--clip encodes the texts itself: give it or --text-features / --query-features, not both")
     if args.pred_root is None:
         raise CLIError("--pred DIR is required (the prediction folders, one per scene)")
+
+
+def _check_gt_args(args: argparse.Namespace) -> None:
+    """Exactly one ground-truth source: ``--gt-root``, or ``--dataset`` with ``--dataset-root`` and ``--labels``."""
     benchmark = [getattr(args, k) for k in ("dataset", "dataset_root", "labels")]
     if args.gt_root is not None and any(v is not None for v in benchmark):
         raise CLIError("give either --gt-root or --dataset/--dataset-root/--labels, not both")
@@ -186,6 +218,7 @@ def _check_gt_args(args: argparse.Namespace) -> None:
         raise CLIError("--prompts FILE is required with --gt-root")
     if args.task == "benchmark" and args.text_features is None and not args.clip:
         raise CLIError("the benchmark table needs prompt embeddings: --text-features FILE or --clip")
+
 
 
 def _scenes(config: dict[str, Any]) -> list[str]:
