@@ -334,6 +334,8 @@ def _png_size(path: Path) -> tuple[int, int] | None:
 
 
 def _img(report_dir: Path, rel: str, alt: str) -> str:
+    if not (report_dir / rel).resolve().is_relative_to(report_dir.resolve()):  # a tampered commit log
+        return f"<span>{_esc(alt)}: not shown (its file {_esc(rel)} lies outside the report folder)</span>"
     size = _png_size(report_dir / rel)
     dims = f' width="{size[0]}" height="{size[1]}"' if size else ""
     return f'<img src="{quote(rel)}" alt="{_esc(alt)}"{dims} loading="lazy">'
