@@ -38,6 +38,7 @@ from scenemetrics.cliutils import (
     progress,
     resolve_device,
 )
+from scenemetrics.fileio import safe_name
 
 DATASETS = ("replica", "scannetpp", "hm3d")  # scenemetrics.openlex3d.datasets.DATASETS, without importing numpy
 
@@ -476,10 +477,10 @@ def _evaluate_segmentation(config: dict[str, Any], fabric: Any) -> dict[str, Any
             topn_metrics[n].update_from_result(res)
             entry[f"top_{n}"] = {k: _json_value(v) for k, v in res.frequencies.items()}
             if config["viz"]:
-                base = Path(config["viz"]) / f"{scene}_top{n}"
-                save_category_ply(base.with_suffix(".ply"), gt_points, res.point_categories)
+                base = Path(config["viz"]) / safe_name(f"{scene}_top{n}")
+                save_category_ply(base.with_name(base.name + ".ply"), gt_points, res.point_categories)
                 save_category_png(
-                    base.with_suffix(".png"),
+                    base.with_name(base.name + ".png"),
                     gt_points,
                     res.point_categories,
                     title=f"OpenLex3D {scene}: Top-{n} category of each ground-truth point (top-down view)",
