@@ -132,10 +132,11 @@ def test_float_tiff(tmp_path):
 def test_float_rgb_tiff_through_opencv(tmp_path):
     cv2 = pytest.importorskip("cv2", reason="needs OpenCV (the [inpaint] extra) to write and read float RGB TIFF")
     rgb = np.array([[[0.0, 0.5, 1.0], [0.25, 0.75, 0.125]]], dtype=np.float32)
-    cv2.imwrite(str(tmp_path / "f.tif"), rgb[..., ::-1])  # OpenCV writes BGR
+    raw = [cv2.IMWRITE_TIFF_COMPRESSION, 1]  # no compression: OpenCV 4 writes float RGB as lossy SGILOG otherwise
+    cv2.imwrite(str(tmp_path / "f.tif"), rgb[..., ::-1], raw)  # OpenCV writes BGR
     assert torch.equal(read_image(tmp_path / "f.tif"), torch.from_numpy(rgb).permute(2, 0, 1))
     rgb16 = np.stack([GREY16, GREY16 // 3, 65535 - GREY16], axis=-1)
-    cv2.imwrite(str(tmp_path / "rgb16.tif"), rgb16[..., ::-1])
+    cv2.imwrite(str(tmp_path / "rgb16.tif"), rgb16[..., ::-1], raw)
     assert torch.equal(read_image(tmp_path / "rgb16.tif"), _rgb(rgb16, 65535.0))
 
 

@@ -39,7 +39,9 @@ from scenemetrics.cliutils import (
     progress,
     random_weights_banner,
     resolve_device,
+    scratch_dir,
     show_progress,
+    unit_interval,
     weights_message,
     write_json,
 )
@@ -59,7 +61,9 @@ __all__ = [
     "progress",
     "random_weights_banner",
     "resolve_device",
+    "scratch_dir",
     "show_progress",
+    "unit_interval",
     "weights_message",
     "write_json",
 ]
