@@ -14,6 +14,7 @@ import numpy as np
 CATS = ("synonyms", "depictions", "vis_sim", "clutter", "missing", "incorrect")
 EXCLUDED = ("wall", "floor", "ceiling", "doorframe", "ledge", "windowledge")
 THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.25)
+PAPER_THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.25)
 
 
 def norm(s):
@@ -86,6 +87,38 @@ def topn(pred_points, features, index, text, prompts, gt_points, gt_ids, cats, n
         fr.append([codes.count(c) / len(codes) for c in range(6)])
     freq = np.mean(fr, axis=0) if fr else np.full(6, np.nan)
     return dict(zip(CATS, freq, strict=True)), per_point, objects
+
+
+def topn_iou(pred_points, features, index, text, prompts, gt_points, gt_ids, cats, n, voxel, thr, excluded=EXCLUDED):
+    """The IoU form by counting, object by object and point by point: per evaluated object ``o`` and tier ``c``,
+    TP = o's points within ``thr`` whose best category for o is c, FN = o's other points, FP = points of other
+    listed objects within ``thr`` whose labels are incorrect for their own object and whose best category for o is
+    c. Returns ``(ious by tier, {object: (tp, fp, fn, per-tier IoU)})``."""
+    pts, rows = downsample(pred_points, index, voxel)
+    matched = _matched(pts, rows, features, text, gt_points)
+
+    def best(oid, labels):
+        return min(CATS.index(cats.match(oid, prompts[m])) for m in labels)
+
+    objects = sorted({int(o) for o in gt_ids if _evaluated(cats, int(o), excluded)})
+    per_obj = {}
+    for o in objects:
+        tp, fp, n_o = [0] * 4, [0] * 4, 0
+        for (dist, logits), g in zip(matched, gt_ids, strict=True):
+            g = int(g)
+            if g not in cats:
+                continue
+            labels = ranking(logits)[:n]
+            if g == o:
+                n_o += 1
+                if dist <= thr and best(o, labels) < 4:
+                    tp[best(o, labels)] += 1
+            elif dist <= thr and best(g, labels) == 5 and best(o, labels) < 4:
+                fp[best(o, labels)] += 1
+        fn = [n_o - t for t in tp]
+        per_obj[o] = (tp, fp, fn, [t / (t + f + m) for t, f, m in zip(tp, fp, fn, strict=True)])
+    ious = np.mean([v[3] for v in per_obj.values()], axis=0) if per_obj else np.full(4, np.nan)
+    return dict(zip(CATS[:4], ious, strict=True)), per_obj
 
 
 def set_ranking(pred_points, features, index, text, prompts, gt_points, gt_ids, cats, voxel, compat):
@@ -169,7 +202,7 @@ def ap(entries, hard_fn, n_gt, n_pred):
     return out
 
 
-def retrieval(pred_points, features, index, qfeat, queries, gt_points, gt_ids, top_k, align):
+def retrieval(pred_points, features, index, qfeat, queries, gt_points, gt_ids, top_k, align, thresholds=THRESHOLDS):
     k_rows = len(features)
     masks = {m: set() for m in range(k_rows)}
     for g, gp in enumerate(gt_points):
@@ -189,7 +222,7 @@ def retrieval(pred_points, features, index, qfeat, queries, gt_points, gt_ids, t
     gts = [(qi, o) for qi, q in enumerate(queries) for o in q.object_ids if o in gt_sets]
     n_pred = sum(len(p) for p in preds)
     result = []
-    for th in THRESHOLDS:
+    for th in thresholds:
         used = set()
         entries, hard = [], 0
         for qi, o in gts:

@@ -208,7 +208,7 @@ def test_retrieval(tree):
     assert data["pooled"] == pytest.approx({"ap": pooled.ap, "ap50": pooled.ap50, "ap25": pooled.ap25})
     for k in ("ap", "ap50", "ap25"):
         assert data["scene_mean"][k] == pytest.approx(np.mean([getattr(r, k) for r in results.values()]))
-    assert data["config"] == {"level": "all", "top_k": 3, "alignment_threshold": 0.001}
+    assert data["config"] == {"level": "all", "top_k": 3, "alignment_threshold": 0.001, "ap_range": "toolkit"}
     # a query text without embedding is an error naming it
     np.savez(tree / "queries.npz", texts=np.array(texts[1:]), features=feats[1:])
     with warnings.catch_warnings():
@@ -290,7 +290,8 @@ def test_benchmark_layout_equals_prepared_gt_and_prints_the_table(tree, capsys):
     seg, ret = json.loads((tree / "seg.json").read_text()), json.loads((tree / "r.json").read_text())
     assert bench["segmentation"]["per_scene"] == seg["per_scene"] and bench["segmentation"]["mean"] == seg["mean"]
     assert bench["retrieval"]["per_scene"] == ret["per_scene"] and bench["retrieval"]["pooled"] == ret["pooled"]
-    lines = table.strip().splitlines()
+    caption, *lines = table.strip().splitlines()
+    assert "category frequency (the toolkit's form" in caption and "IoU 0.50:0.05:0.90" in caption
     assert [line.split()[0] for line in lines] == ["scene", "scene_a", "scene_b", "mean"]
     header = lines[0].split()
     assert "top_1:synonyms" in header and "AP" in header
@@ -356,3 +357,57 @@ def test_options_given_before_the_task_are_kept(tree):
     assert before == after
     mixed = _standard_json((tree / "mixed.json").read_text())
     assert mixed["config"]["top_n"] == [3] and "top_3" in mixed["mean"]
+
+
+def test_paper_forms_through_the_cli(tree, capsys):
+    """``--topn-form iou`` and ``--ap-range paper``: the JSON equals the functional API, the table says its forms."""
+    from scenemetrics.openlex3d import topn_iou
+
+    text = torch.as_tensor(np.load(tree / "prompts.npy"))
+    prompts = (tree / "prompt_list.txt").read_text().splitlines()
+    seg_out, ret_out = tree / "seg.json", tree / "ret.json"
+    texts = sorted({"sofa", "lamp", "cat sofa"} | {q.text for q in generate_queries(_load_scene(tree, "scene_a")[5])})
+    feats = np.random.default_rng(1).normal(size=(len(texts), 4)).astype(np.float32)
+    np.savez(tree / "queries.npz", texts=np.array(texts), features=feats)
+    gt = ["--gt-root", str(tree / "gt"), "--pred", str(tree / "pred"), "--quiet", "--device", "cpu"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert main(["openlex3d", "eval", "segmentation", *gt, "--prompts", str(tree / "prompt_list.txt"),
+                     "--text-features", str(tree / "prompts.npy"), "--top-n", "1", "2", "--topn-form", "iou",
+                     "--out", str(seg_out)]) == 0  # fmt: skip
+        assert main(["openlex3d", "eval", "retrieval", *gt, "--query-features", str(tree / "queries.npz"),
+                     "--ap-range", "paper", "--out", str(ret_out)]) == 0  # fmt: skip
+        seg, ret = _standard_json(seg_out.read_text()), _standard_json(ret_out.read_text())
+        expected, results = {}, {}
+        for scene in ("scene_a", "scene_b"):
+            pts, f, index, gt_pts, gt_ids, cats = _load_scene(tree, scene)
+            expected[scene] = {n: topn_iou(pts, f, index, text, prompts, gt_pts, gt_ids, cats, top_n=n) for n in (1, 2)}
+            mapping = tree / "gt" / scene / "gt_categories_query_to_object_mapping_all.json"
+            queries = load_query_mapping(mapping) if mapping.is_file() else generate_queries(cats)
+            qf = torch.tensor(np.stack([feats[texts.index(q.text)] for q in queries]))
+            results[scene] = retrieval_ap(pts, f, index, qf, queries, gt_pts, gt_ids, ap_range="paper")
+    assert seg["config"]["topn_form"] == "iou" and ret["config"]["ap_range"] == "paper"
+    for scene, by_n in expected.items():
+        assert list(seg["per_scene"][scene]) == ["top_1_iou", "top_2_iou"]
+        for n, res in by_n.items():
+            assert seg["per_scene"][scene][f"top_{n}_iou"] == pytest.approx(res.ious)
+        assert ret["per_scene"][scene] == pytest.approx({"ap": results[scene].ap, "ap50": results[scene].ap50,
+                                                         "ap25": results[scene].ap25})  # fmt: skip
+    assert seg["mean"]["top_1_iou"]["synonyms"] == pytest.approx(
+        np.mean([expected[s][1].ious["synonyms"] for s in expected])
+    )
+    pooled = pooled_retrieval_ap(list(results.values()))
+    assert ret["pooled"] == pytest.approx({"ap": pooled.ap, "ap50": pooled.ap50, "ap25": pooled.ap25})
+    # the benchmark table names the forms it shows
+    root, labels = _as_benchmark_release(tree)
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert main(["openlex3d", "eval", "--dataset", "scannetpp", "--dataset-root", str(root), "--labels",
+                     str(labels), "--pred", str(tree / "pred"), "--top-n", "1", "--quiet", "--device", "cpu",
+                     "--text-features", str(tree / "prompts.npy"), "--query-features", str(tree / "queries.npz"),
+                     "--topn-form", "iou", "--ap-range", "paper"]) == 0  # fmt: skip
+    caption, header, *_ = capsys.readouterr().out.strip().splitlines()
+    assert "IoU TP / (TP + FP + FN) per label tier (the paper's form)" in caption
+    assert "AP over IoU 0.50:0.05:0.95 (the range the paper writes)" in caption
+    assert "top_1_iou:synonyms" in header.split() and "top_1_iou:missing" not in header.split()

@@ -17,7 +17,7 @@ from scenemetrics.wireframe import (
 
 
 def test_registry_names_and_table2_columns():
-    assert len(METRIC_NAMES) == 19 and len(set(METRIC_NAMES)) == 19
+    assert len(METRIC_NAMES) == 22 and len(set(METRIC_NAMES)) == 22
     assert [n for n, _ in TABLE2_COLUMNS] == [
         "corner_precision", "corner_recall", "corner_f1", "corner_offset", "edge_precision", "edge_recall",
         "edge_f1", "wed_prereg", "wed_mnn", "wed_nearest", "wed_ap", "spectral_l1", "spectral_l2", "iou",
@@ -51,13 +51,17 @@ def test_every_registry_metric_matches_its_function():
         "hausdorff": W.hausdorff_distance(pv, pe, gv, ge),
         "chamfer": W.chamfer_distance(pv, pe, gv, ge),
         "hss": W.hss(pv, pe, gv, ge, iou_mode="voxel").hss,
+        "corner_chamfer": W.corner_chamfer(pv, gv),
+        "corner_matching": W.corner_matching_distance(pv, gv),
+        "edge_matching": W.edge_matching_distance(pv, pe, gv, ge),
     }
     assert set(direct) == set(METRIC_NAMES)
     lower = {"corner_offset", "wed", "wed_prereg", "wed_mnn", "wed_nearest", "wed_ap", "spectral_l1",
-             "spectral_l2", "jaccard_distance", "hausdorff", "chamfer"}  # fmt: skip
+             "spectral_l2", "jaccard_distance", "hausdorff", "chamfer", "corner_chamfer", "corner_matching",
+             "edge_matching"}  # fmt: skip
     for name, value in direct.items():
         opts = {}
-        if name.startswith(("corner", "edge")):
+        if name.startswith(("corner", "edge")) and name not in ("corner_chamfer", "corner_matching", "edge_matching"):
             opts["threshold"] = 0.5
         if name in ("iou", "jaccard_distance"):
             opts.update(radius=0.5, resolution=2)

@@ -62,6 +62,7 @@ def register(subparsers: Any) -> None:
     ev.add_argument("--level", choices=("all", "l0", "l1"), default="all", help="retrieval query levels (all)")
     ev.add_argument("--top-k", type=int, default=10, help="retrieval: predicted instances per query (default 10)")
     ev.add_argument("--alignment-threshold", type=float, default=0.001, help="retrieval mask distance, m^2 (0.001)")
+    _ap_range_arg(ev)
     tasks = ev.add_subparsers(dest="task", metavar="TASK")
 
     seg = tasks.add_parser("segmentation", help="Top-N category frequency and set ranking")
@@ -79,6 +80,7 @@ def register(subparsers: Any) -> None:
     ret.add_argument(
         "--alignment-threshold", type=float, default=0.001, help="squared distance (m^2) for masks (0.001)"
     )
+    _ap_range_arg(ret)
     ret.set_defaults(func=run, _parser=ret)
     for task in (seg, ret):
         _keep_values_given_before(task)
@@ -89,13 +91,23 @@ def _keep_values_given_before(task: argparse.ArgumentParser) -> None:
 
     argparse copies every option of a sub-command's namespace over the parent's, defaults included; with
     ``SUPPRESS`` defaults an option the task's own arguments leave out keeps the parent's value (or the parent's
-    default). The task's "one of" groups are checked after parsing (:func:`_check_gt_args`), across both places.
+    default). The task's "one of" groups are checked after parsing (:func:`_check_required`), across both places.
     """
     for action in task._actions:
         if action.dest != "help":
             action.default = argparse.SUPPRESS
     for group in task._mutually_exclusive_groups:
         group.required = False
+
+
+def _ap_range_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--ap-range",
+        choices=("toolkit", "paper"),
+        default="toolkit",
+        help="retrieval AP over IoU 0.50:0.05:0.90 (toolkit, the published numbers; default) or 0.50:0.05:0.95 (the "
+        "range the paper writes)",
+    )
 
 
 def _segmentation_args(seg: argparse.ArgumentParser, *, features_required: bool) -> None:
@@ -110,6 +122,13 @@ def _segmentation_args(seg: argparse.ArgumentParser, *, features_required: bool)
     )
     src.add_argument("--clip", action="store_true", help="encode the prompts with OpenCLIP ViT-H-14 ([clip] extra)")
     seg.add_argument("--top-n", type=int, nargs="+", default=[5], metavar="N", help="Top-N values (default: 5)")
+    seg.add_argument(
+        "--topn-form",
+        choices=("frequency", "iou"),
+        default="frequency",
+        help="Top-N as the toolkit's category frequency (the published numbers; default) or the paper's IoU "
+        "TP / (TP + FP + FN) per label tier",
+    )
     seg.add_argument("--set-ranking", action="store_true", help="also compute set ranking")
     seg.add_argument("--compat", choices=("corrected", "toolkit"), default="corrected", help="set-ranking mode")
     vox = seg.add_mutually_exclusive_group()
@@ -394,13 +413,28 @@ def _evaluate_benchmark(config: dict[str, Any], fabric: Any) -> dict[str, Any] |
     return payload
 
 
-def benchmark_table(payload: dict[str, Any]) -> str:
-    """The paper-style table of a benchmark payload: one row per scene and the mean, values x100.
+_TOPN_FORM_CAPTION = {
+    "frequency": "Top-N = category frequency (the toolkit's form, the published numbers)",
+    "iou": "Top-N = IoU TP / (TP + FP + FN) per label tier (the paper's form)",
+}
+_AP_RANGE_CAPTION = {
+    "toolkit": "AP over IoU 0.50:0.05:0.90 (the toolkit's range, the published numbers)",
+    "paper": "AP over IoU 0.50:0.05:0.95 (the range the paper writes)",
+}
 
-    Columns: the Top-N category frequencies (synonyms, depictions, vis_sim, clutter, missing, incorrect) for each
-    N, the set-ranking scores, and retrieval AP / AP50 / AP25 when retrieval ran.
+
+def benchmark_table(payload: dict[str, Any]) -> str:
+    """The paper-style table of a benchmark payload: a caption, one row per scene and the mean, values x100.
+
+    The caption line says which Top-N form (category frequency or IoU) and which AP threshold range the table shows.
+    Columns: the Top-N values (frequency form: synonyms, depictions, vis_sim, clutter, missing, incorrect; IoU form:
+    the four tiers, in ``top_<N>_iou`` columns) for each N, the set-ranking scores, and retrieval AP / AP50 / AP25
+    when retrieval ran.
     """
     seg, ret = payload["segmentation"], payload.get("retrieval")
+    caption = [_TOPN_FORM_CAPTION[seg["config"].get("topn_form", "frequency")]]
+    if ret:
+        caption.append(_AP_RANGE_CAPTION[ret["config"].get("ap_range", "toolkit")])
     scenes = list(seg["per_scene"])
     groups: list[tuple[str, list[str]]] = []
     for key, values in seg["mean"].items():
@@ -418,7 +452,7 @@ def benchmark_table(payload: dict[str, Any]) -> str:
     rows.append(["mean", *cells(seg["mean"], ret["scene_mean"] if ret else None)])
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(str(c).rjust(w) for c, w in zip(r, widths, strict=True)) for r in [header, *rows]]
-    return "\n".join(lines)
+    return "\n".join(["OpenLex3D, values x100. " + "; ".join(caption) + ".", *lines])
 
 
 def _percent(value: Any) -> str:
@@ -445,8 +479,12 @@ def _evaluate_segmentation(config: dict[str, Any], fabric: Any) -> dict[str, Any
     text = torch.as_tensor(_prompt_features(config, prompts, device))
     voxel = None if config["no_downsample"] else config["voxel_size"]
     top_ns = list(dict.fromkeys(config["top_n"]))
+    form = config["topn_form"]
+    key_suffix = "" if form == "frequency" else "_iou"
     topn_metrics = {
-        n: OpenLex3DTopN(text, prompts, top_n=n, voxel_size=voxel, missing_threshold=config["missing_threshold"])
+        n: OpenLex3DTopN(
+            text, prompts, top_n=n, voxel_size=voxel, missing_threshold=config["missing_threshold"], form=form
+        )
         for n in top_ns
     }
     for m in topn_metrics.values():
@@ -471,11 +509,17 @@ def _evaluate_segmentation(config: dict[str, Any], fabric: Any) -> dict[str, Any
             voxel_size=voxel,
             missing_threshold=config["missing_threshold"],
             compat=config["compat"],
+            topn_form="frequency" if form == "frequency" else "both",  # the pictures show the frequency categories
         )
         entry: dict[str, Any] = {}
         for n, res in result.topn.items():
-            topn_metrics[n].update_from_result(res)
-            entry[f"top_{n}"] = {k: _json_value(v) for k, v in res.frequencies.items()}
+            if form == "frequency":
+                topn_metrics[n].update_from_result(res)
+                entry[f"top_{n}"] = {k: _json_value(v) for k, v in res.frequencies.items()}
+            else:
+                iou = result.topn_iou[n]
+                topn_metrics[n].update_from_result(iou)
+                entry[f"top_{n}_iou"] = {k: _json_value(v) for k, v in iou.ious.items()}
             if config["viz"]:
                 base = Path(config["viz"]) / safe_name(f"{scene}_top{n}")
                 save_category_ply(base.with_name(base.name + ".ply"), gt_points, res.point_categories)
@@ -493,12 +537,13 @@ def _evaluate_segmentation(config: dict[str, Any], fabric: Any) -> dict[str, Any
     mean: dict[str, Any] = {}
     for n, metric in topn_metrics.items():
         values = metric.compute()
-        mean[f"top_{n}"] = {k: _json_value(v) for k, v in values.items() if k != "n_scenes"}
+        mean[f"top_{n}{key_suffix}"] = {k: _json_value(v) for k, v in values.items() if k != "n_scenes"}
     if config["set_ranking"]:
         mean["set_ranking"] = {k: _json_value(v) for k, v in ranking.compute().items()}
     per_scene = _gather(per_scene)
     if rank0:
-        settings = {k: config[k] for k in ("top_n", "set_ranking", "compat", "missing_threshold", "prompts")}
+        keys = ("top_n", "topn_form", "set_ranking", "compat", "missing_threshold", "prompts")
+        settings = {k: config[k] for k in keys}
         settings["voxel_size"] = voxel
         return {"config": settings, "per_scene": {s: per_scene[s] for s in scenes}, "mean": mean}
     return None
@@ -537,7 +582,9 @@ def _evaluate_retrieval(config: dict[str, Any], fabric: Any) -> dict[str, Any] |
             raise CLIError(f"--query-features {path}: expected an .npz with arrays `texts` and `features`")
         table = dict(zip(texts, torch.as_tensor(_features_by_text(path, texts, "query")), strict=True)) if texts else {}
 
-    metric = OpenLex3DRetrieval(top_k=config["top_k"], alignment_threshold=config["alignment_threshold"]).to(device)
+    metric = OpenLex3DRetrieval(
+        top_k=config["top_k"], alignment_threshold=config["alignment_threshold"], ap_range=config["ap_range"]
+    ).to(device)
     per_scene: dict[str, Any] = {}
     for scene in progress(mine, quiet=config["quiet"] or not rank0, desc="openlex3d retrieval"):
         gt_points, gt_ids = _scene_gt(config, scene, visible=False)
@@ -558,13 +605,14 @@ def _evaluate_retrieval(config: dict[str, Any], fabric: Any) -> dict[str, Any] |
             gt_ids,
             top_k=config["top_k"],
             alignment_threshold=config["alignment_threshold"],
+            ap_range=config["ap_range"],
         )
         metric.update_from_result(res)
         per_scene[scene] = {"ap": _json_value(res.ap), "ap50": _json_value(res.ap50), "ap25": _json_value(res.ap25)}
     values = metric.compute()
     per_scene = _gather(per_scene)
     if rank0:
-        settings = {k: config[k] for k in ("level", "top_k", "alignment_threshold")}
+        settings = {k: config[k] for k in ("level", "top_k", "alignment_threshold", "ap_range")}
         payload = {
             "config": settings,
             "per_scene": {s: per_scene[s] for s in scenes},

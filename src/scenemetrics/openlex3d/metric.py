@@ -35,10 +35,10 @@ from scenemetrics.types import TensorOrArray
 from ._checks import check_features, check_prompts
 from ._checks import check_voxel_size as _check_voxel_size
 from .categories import CATEGORIES, EXCLUDED_LABELS
-from .retrieval import THRESHOLDS, RetrievalQuery, RetrievalResult, _summary, pooled_ap, retrieval_ap
+from .retrieval import RetrievalQuery, RetrievalResult, _summary, check_ap_range, pooled_ap, retrieval_ap
 from .segmentation import evaluate_segmentation
 from .set_ranking import COMPAT_MODES, SCORE_KEYS, SetRankingResult
-from .topn import TopNResult, check_excluded_labels
+from .topn import TIERS, TOPN_FORMS, TopNIoUResult, TopNResult, check_excluded_labels
 
 __all__ = ["OpenLex3DRetrieval", "OpenLex3DSetRanking", "OpenLex3DTopN"]
 
@@ -80,18 +80,22 @@ class _ResultMetric(Metric):
 
 
 class OpenLex3DTopN(_ResultMetric):
-    """Top-N category frequency over scenes: the mean over scenes of :func:`~scenemetrics.openlex3d.topn_frequency`.
+    """Top-N over scenes: the mean over scenes of :func:`~scenemetrics.openlex3d.topn_frequency` (or, with
+    ``form="iou"``, of :func:`~scenemetrics.openlex3d.topn_iou`).
 
     Args:
         text_features: ``(M, D)`` prompt embeddings (kept as a plain attribute, moved to each update's device).
         prompts: the ``M`` prompt strings.
         top_n, voxel_size, missing_threshold, excluded_labels: as in :func:`~scenemetrics.openlex3d.topn_frequency`.
+        form: ``"frequency"`` (the toolkit's category frequency, the published numbers) or ``"iou"`` (the paper's
+            ``TP / (TP + FP + FN)`` per label tier).
         kwargs: torchmetrics ``Metric`` options (``sync_on_compute``, ``process_group``, ...).
 
     ``update(pred_points, pred_features, pred_index, gt_points, gt_ids, categories)`` adds one scene (a scene
-    without evaluated object is skipped with a warning). ``compute()`` returns the six category keys (float64
-    scalars, mean over scenes) and ``"n_scenes"``; NaN with a ``UserWarning`` before any scene.
-    :attr:`last_result` holds the last scene's :class:`~scenemetrics.openlex3d.TopNResult` (not a state).
+    without evaluated object is skipped with a warning). ``compute()`` returns the six category keys (``form="iou"``:
+    the four tier keys of :data:`~scenemetrics.openlex3d.TIERS`; float64 scalars, mean over scenes) and
+    ``"n_scenes"``; NaN with a ``UserWarning`` before any scene. :attr:`last_result` holds the last scene's
+    :class:`~scenemetrics.openlex3d.TopNResult` (or :class:`~scenemetrics.openlex3d.TopNIoUResult`; not a state).
 
     Example:
         >>> import torch
@@ -118,17 +122,20 @@ class OpenLex3DTopN(_ResultMetric):
         voxel_size: float | None = 0.05,
         missing_threshold: float = 0.05,
         excluded_labels: Sequence[str] = EXCLUDED_LABELS,
+        form: str = "frequency",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.form = check_choice(form, "form", TOPN_FORMS)
+        self.keys = CATEGORIES if self.form == "frequency" else TIERS
         self.text_features, self.prompts = _text(text_features, prompts)
         self.top_n = check_int(top_n, "top_n", low=1, high=len(self.prompts))
         _check_voxel_size(voxel_size)
         self.voxel_size = voxel_size
         self.missing_threshold = check_positive(missing_threshold, "missing_threshold")
         self.excluded_labels = check_excluded_labels(excluded_labels)
-        self.last_result: TopNResult | None = None
-        self.add_state("freq_sum", torch.zeros(len(CATEGORIES), dtype=torch.float64), dist_reduce_fx="sum")
+        self.last_result: TopNResult | TopNIoUResult | None = None
+        self.add_state("freq_sum", torch.zeros(len(self.keys), dtype=torch.float64), dist_reduce_fx="sum")
         self.add_state("n_scenes", torch.zeros((), dtype=torch.int64), dist_reduce_fx="sum")
         self.add_state("n_objects", torch.zeros((), dtype=torch.int64), dist_reduce_fx="sum")
 
@@ -155,17 +162,24 @@ class OpenLex3DTopN(_ResultMetric):
             voxel_size=self.voxel_size,
             missing_threshold=self.missing_threshold,
             excluded_labels=self.excluded_labels,
-        ).topn[self.top_n]
-        self._update_from_result(result)
+            topn_form=self.form,
+        )
+        self._update_from_result((result.topn if self.form == "frequency" else result.topn_iou)[self.top_n])
 
-    def _update_from_result(self, result: TopNResult) -> None:
+    def _update_from_result(self, result: TopNResult | TopNIoUResult) -> None:
+        expected = TopNResult if self.form == "frequency" else TopNIoUResult
+        if not isinstance(result, expected):
+            raise TypeError(
+                f"`result` must be a {expected.__name__} for form={self.form!r}; received {type(result).__name__}"
+            )
         if result.top_n != self.top_n:
             raise ValueError(f"`result` is a Top-{result.top_n} result; this metric accumulates Top-{self.top_n}")
         self.last_result = result
         if len(result.object_ids) == 0:
             warnings.warn("OpenLex3DTopN: scene without evaluated object skipped", UserWarning, stacklevel=3)
             return
-        freq = torch.tensor([result.frequencies[c] for c in CATEGORIES], dtype=torch.float64)
+        values = result.frequencies if isinstance(result, TopNResult) else result.ious
+        freq = torch.tensor([values[c] for c in self.keys], dtype=torch.float64)
         self.freq_sum += freq.to(self.freq_sum.device)
         self.n_scenes += 1
         self.n_objects += len(result.object_ids)
@@ -177,7 +191,7 @@ class OpenLex3DTopN(_ResultMetric):
                 "OpenLex3DTopN.compute() before any evaluated scene; returning NaN", UserWarning, stacklevel=2
             )
         mean = self.freq_sum / n if n else torch.full_like(self.freq_sum, math.nan)
-        out = {c: mean[i] for i, c in enumerate(CATEGORIES)}
+        out = {c: mean[i] for i, c in enumerate(self.keys)}
         out["n_scenes"] = self.n_scenes.clone()
         return out
 
@@ -274,7 +288,8 @@ class OpenLex3DRetrieval(_ResultMetric):
     """Retrieval AP over scenes: pooled curve (the paper's numbers) and the mean of per-scene APs.
 
     Args:
-        top_k, alignment_threshold: as in :func:`~scenemetrics.openlex3d.retrieval_ap`.
+        top_k, alignment_threshold, ap_range: as in :func:`~scenemetrics.openlex3d.retrieval_ap` (``ap_range``:
+            ``"toolkit"`` IoU 0.5:0.05:0.9, ``"paper"`` 0.5:0.05:0.95).
         kwargs: torchmetrics ``Metric`` options.
 
     ``update(pred_points, pred_features, pred_index, query_features, queries, gt_points, gt_ids)`` adds a scene.
@@ -310,14 +325,18 @@ class OpenLex3DRetrieval(_ResultMetric):
         "thr_index": torch.int64,
     }
 
-    def __init__(self, *, top_k: int = 10, alignment_threshold: float = 0.001, **kwargs: Any) -> None:
+    def __init__(
+        self, *, top_k: int = 10, alignment_threshold: float = 0.001, ap_range: str = "toolkit", **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
+        self.thresholds = check_ap_range(ap_range)
+        self.ap_range = ap_range
         self.top_k = check_int(top_k, "top_k", low=1)
         self.alignment_threshold = check_positive(alignment_threshold, "alignment_threshold")
         self.last_result: RetrievalResult | None = None
         for name in self._LIST_DTYPES:
             self.add_state(name, [], dist_reduce_fx="cat")
-        self.add_state("hard_fn", torch.zeros(len(THRESHOLDS), dtype=torch.int64), dist_reduce_fx="sum")
+        self.add_state("hard_fn", torch.zeros(len(self.thresholds), dtype=torch.int64), dist_reduce_fx="sum")
         self.add_state("n_gt", torch.zeros((), dtype=torch.int64), dist_reduce_fx="sum")
         self.add_state("n_pred", torch.zeros((), dtype=torch.int64), dist_reduce_fx="sum")
         self.add_state("scene_ap_sum", torch.zeros(3, dtype=torch.float64), dist_reduce_fx="sum")
@@ -343,16 +362,22 @@ class OpenLex3DRetrieval(_ResultMetric):
             gt_ids,
             top_k=self.top_k,
             alignment_threshold=self.alignment_threshold,
+            ap_range=self.ap_range,
         )
         self._update_from_result(result)
 
     def _update_from_result(self, result: RetrievalResult) -> None:
+        if result.thresholds != self.thresholds:
+            raise ValueError(
+                f"`result` uses the IoU thresholds {result.thresholds}; this metric (ap_range={self.ap_range!r}) "
+                f"accumulates {self.thresholds}"
+            )
         self.last_result = result
         device = self.hard_fn.device
         self.scores.append(torch.cat(result.match_scores).to(device))
         self.true.append(torch.cat(result.match_true).to(device, torch.uint8))
         sizes = torch.tensor([len(s) for s in result.match_scores])
-        self.thr_index.append(torch.repeat_interleave(torch.arange(len(THRESHOLDS)), sizes).to(device))
+        self.thr_index.append(torch.repeat_interleave(torch.arange(len(self.thresholds)), sizes).to(device))
         self.hard_fn += result.hard_false_negatives.to(device)
         self.n_gt += result.n_gt_instances
         self.n_pred += result.n_pred_instances
@@ -379,8 +404,8 @@ class OpenLex3DRetrieval(_ResultMetric):
         scores, true, thr = (_cat(getattr(self, name), dtype) for name, dtype in self._LIST_DTYPES.items())
         true = true.astype(bool)
         per_thr = pooled_ap(
-            [scores[thr == t] for t in range(len(THRESHOLDS))],
-            [true[thr == t] for t in range(len(THRESHOLDS))],
+            [scores[thr == t] for t in range(len(self.thresholds))],
+            [true[thr == t] for t in range(len(self.thresholds))],
             self.hard_fn.cpu().numpy(),
             n_gt,
             int(self.n_pred),

@@ -6,9 +6,11 @@ similarity), each with the mask of GT points lying within ``sqrt(alignment_thres
 Predictions and GT instances of the same query are matched greedily per IoU threshold, as the authors' toolkit
 (adapted from the ScanNet instance evaluation) does, and AP is the area under the resulting precision/recall curve.
 
-The AP thresholds are 0.5, 0.55, ..., 0.9 (the code's range stops before 0.95, although the paper writes
-0.5:0.95:0.05) plus 0.25. Not implemented (unused by the paper's numbers): the ``clip_threshold`` selection
-criterion, the ``global`` mask alignment mode and the inverse-rank metric.
+The AP thresholds (``ap_range="toolkit"``, default) are 0.5, 0.55, ..., 0.9 plus 0.25: the toolkit's range stops
+before 0.95 (a ``range`` that excludes its end), and its numbers are the published ones. ``ap_range="paper"`` uses
+the range the paper writes, 0.50:0.05:0.95 (ten thresholds, 0.95 included, the COCO/ScanNet convention), plus 0.25;
+``ap`` is then the mean over those ten. Not implemented (unused by the paper's numbers): the ``clip_threshold``
+selection criterion, the ``global`` mask alignment mode and the inverse-rank metric.
 
 Example:
     >>> import torch
@@ -24,8 +26,9 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -33,7 +36,7 @@ import torch
 from scipy.spatial import cKDTree
 from torch import Tensor
 
-from scenemetrics.checks import check_int, check_positive
+from scenemetrics.checks import check_choice, check_int, check_positive
 from scenemetrics.types import TensorOrArray
 
 from ._checks import (
@@ -47,6 +50,8 @@ from .categories import EXCLUDED_LABELS, as_categories, normalize_label
 from .text import _CHUNK_BYTES, _unit_rows, compute_dtype, single_torch_thread, stable_topk, unique_rows
 
 __all__ = [
+    "AP_RANGES",
+    "PAPER_THRESHOLDS",
     "THRESHOLDS",
     "RetrievalQuery",
     "RetrievalResult",
@@ -57,7 +62,14 @@ __all__ = [
 ]
 
 THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.25)
-"""IoU thresholds of the AP curve; ``ap`` averages the first nine, ``ap50`` is the first, ``ap25`` the last."""
+"""IoU thresholds of the AP curve (the toolkit's range); ``ap`` averages all but the last, ``ap50`` is the first,
+``ap25`` the last."""
+
+PAPER_THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.25)
+"""IoU thresholds of the range the paper writes (0.50:0.05:0.95) plus 0.25; ``ap`` averages the first ten."""
+
+AP_RANGES: Mapping[str, tuple[float, ...]] = MappingProxyType({"toolkit": THRESHOLDS, "paper": PAPER_THRESHOLDS})
+"""``ap_range`` name -> its thresholds."""
 
 _LEVELS = {"l0": ("level0",), "l1": ("level1",), "all": ("level0", "level1")}
 
@@ -81,17 +93,19 @@ class RetrievalResult:
     """Retrieval AP of one scene (or of several, pooled).
 
     Attributes:
-        ap: mean AP over the IoU thresholds 0.5:0.05:0.9 (NaN-skipping), a fraction (the paper prints x100).
+        ap: mean AP over the IoU thresholds of the range (0.5:0.05:0.9 for the toolkit's, 0.5:0.05:0.95 for the
+            paper's; NaN-skipping), a fraction (the paper prints x100).
         ap50: AP at IoU 0.5.
         ap25: AP at IoU 0.25.
-        ap_per_threshold: ``(10,)`` float64 in :data:`THRESHOLDS` order, NaN without GT instance.
+        ap_per_threshold: ``(T,)`` float64 in ``thresholds`` order, NaN without GT instance.
         n_queries: number of queries.
         n_gt_instances: GT instances (query, object with GT points).
         n_pred_instances: predicted instances (selected rows with a non-empty mask).
         n_skipped_gt_instances: (query, object) pairs whose object has no GT point (skipped).
         match_scores: per threshold, the confidences of the TP and FP entries (float64).
         match_true: per threshold, ``True`` for the TP entries.
-        hard_false_negatives: ``(10,)`` int64 unmatched GT instances per threshold.
+        hard_false_negatives: ``(T,)`` int64 unmatched GT instances per threshold.
+        thresholds: the IoU thresholds (:data:`THRESHOLDS` or :data:`PAPER_THRESHOLDS`, the last one is 0.25).
     """
 
     ap: float
@@ -105,6 +119,7 @@ class RetrievalResult:
     match_scores: tuple[Tensor, ...]
     match_true: tuple[Tensor, ...]
     hard_false_negatives: Tensor
+    thresholds: tuple[float, ...] = THRESHOLDS
 
 
 def generate_queries(categories: Any, level: str = "all") -> list[RetrievalQuery]:
@@ -196,9 +211,15 @@ def average_precision(scores: np.ndarray, true: np.ndarray, hard_fn: int, n_gt: 
 
 
 def _summary(per_threshold: np.ndarray) -> tuple[float, float, float]:
-    main = per_threshold[:9]
+    """``(ap, ap50, ap25)``: the range is every threshold but the last (0.25), which starts at 0.5."""
+    main = per_threshold[:-1]
     ap = float(np.mean(main[~np.isnan(main)])) if (~np.isnan(main)).any() else float("nan")
-    return ap, float(per_threshold[0]), float(per_threshold[9])
+    return ap, float(per_threshold[0]), float(per_threshold[-1])
+
+
+def check_ap_range(ap_range: Any) -> tuple[float, ...]:
+    """The thresholds of an ``ap_range`` name (``"toolkit"`` or ``"paper"``)."""
+    return AP_RANGES[check_choice(ap_range, "ap_range", tuple(AP_RANGES))]
 
 
 def _masks(
@@ -297,6 +318,7 @@ def retrieval_ap(
     *,
     top_k: int = 10,
     alignment_threshold: float = 0.001,
+    ap_range: str = "toolkit",
 ) -> RetrievalResult:
     """Object retrieval AP of one scene (OpenLex3D Sec. 3.3.2, toolkit ``evaluate_queries``).
 
@@ -318,13 +340,16 @@ def retrieval_ap(
         gt_ids: ``(G,)`` GT object ids.
         top_k: predicted instances per query (>= 1).
         alignment_threshold: squared distance (m²) for mask alignment (> 0).
+        ap_range: ``"toolkit"`` (IoU 0.5:0.05:0.9, the toolkit's range and the published numbers) or ``"paper"``
+            (0.5:0.05:0.95, the range the paper writes); 0.25 is added to both for ``ap25``.
 
     Returns:
         :class:`RetrievalResult` (fractions; x100 for the paper's table). AP is NaN without GT instance and 0
         without predicted instance.
 
     Raises:
-        ValueError: bad shapes, non-finite values, index out of range, ``top_k < 1``, ``alignment_threshold <= 0``.
+        ValueError: bad shapes, non-finite values, index out of range, ``top_k < 1``, ``alignment_threshold <= 0``,
+            an unknown ``ap_range``.
         TypeError: non-integer index/ids or malformed queries.
     """
     on_cpu = not isinstance(pred_features, Tensor) or pred_features.device.type == "cpu"
@@ -339,6 +364,7 @@ def retrieval_ap(
             gt_ids,
             top_k,
             alignment_threshold,
+            ap_range,
         )
 
 
@@ -352,7 +378,9 @@ def _retrieval_ap(
     gt_ids: Any,
     top_k: int,
     alignment_threshold: float,
+    ap_range: str,
 ) -> RetrievalResult:
+    thresholds = check_ap_range(ap_range)
     k_top = check_int(top_k, "top_k", low=1)
     threshold = check_positive(alignment_threshold, "alignment_threshold")
     query_list = _check_queries(queries)
@@ -399,7 +427,7 @@ def _retrieval_ap(
 
     n_gt, n_pred = len(gt_q), int(valid.sum())
     scores, trues, hard = [], [], []
-    for th in THRESHOLDS:
+    for th in thresholds:
         s, t, h = _greedy(iou, gt_q, slot, conf, valid, th)
         scores.append(s)
         trues.append(t)
@@ -418,22 +446,22 @@ def _retrieval_ap(
         match_scores=tuple(torch.from_numpy(s.astype(np.float64)) for s in scores),
         match_true=tuple(torch.from_numpy(t) for t in trues),
         hard_false_negatives=torch.tensor(hard, dtype=torch.int64),
+        thresholds=thresholds,
     )
 
 
 def pooled_ap(
     scores: Sequence[np.ndarray], trues: Sequence[np.ndarray], hard_fn: np.ndarray, n_gt: int, n_pred: int
 ) -> np.ndarray:
-    """``(10,)`` AP per threshold from pooled entries (internal; shared with the metric class)."""
-    return np.array(
-        [average_precision(scores[t], trues[t], int(hard_fn[t]), n_gt, n_pred) for t in range(len(THRESHOLDS))]
-    )
+    """``(T,)`` AP per threshold from pooled entries (internal; shared with the metric class)."""
+    return np.array([average_precision(scores[t], trues[t], int(hard_fn[t]), n_gt, n_pred) for t in range(len(scores))])
 
 
 def pooled_retrieval_ap(results: Sequence[RetrievalResult]) -> RetrievalResult:
     """Dataset-level AP: the entries of all scenes pooled into one curve per threshold (the paper's numbers).
 
-    Hard false negatives, GT and predicted instances are summed; the AP formula is applied once per threshold.
+    Hard false negatives, GT and predicted instances are summed; the AP formula is applied once per threshold. All
+    results must use the same ``ap_range`` (``ValueError`` otherwise).
 
     Example:
         >>> import torch
@@ -445,9 +473,16 @@ def pooled_retrieval_ap(results: Sequence[RetrievalResult]) -> RetrievalResult:
         1.0
     """
     results = list(results)
-    scores = [np.concatenate([r.match_scores[t].numpy() for r in results] or [np.zeros(0)]) for t in range(10)]
-    trues = [np.concatenate([r.match_true[t].numpy() for r in results] or [np.zeros(0, bool)]) for t in range(10)]
-    hard = np.sum([r.hard_false_negatives.numpy() for r in results], axis=0) if results else np.zeros(10, np.int64)
+    ranges = {r.thresholds for r in results}
+    if len(ranges) > 1:
+        raise ValueError(
+            "`results` mix AP threshold ranges (ap_range 'toolkit' and 'paper'); pool results of one range"
+        )
+    thresholds = ranges.pop() if ranges else THRESHOLDS
+    n_thr = len(thresholds)
+    scores = [np.concatenate([r.match_scores[t].numpy() for r in results] or [np.zeros(0)]) for t in range(n_thr)]
+    trues = [np.concatenate([r.match_true[t].numpy() for r in results] or [np.zeros(0, bool)]) for t in range(n_thr)]
+    hard = np.sum([r.hard_false_negatives.numpy() for r in results], axis=0) if results else np.zeros(n_thr, np.int64)
     n_gt = sum(r.n_gt_instances for r in results)
     n_pred = sum(r.n_pred_instances for r in results)
     per_thr = pooled_ap(scores, trues, hard, n_gt, n_pred)
@@ -464,4 +499,5 @@ def pooled_retrieval_ap(results: Sequence[RetrievalResult]) -> RetrievalResult:
         match_scores=tuple(torch.from_numpy(s.astype(np.float64)) for s in scores),
         match_true=tuple(torch.from_numpy(t.astype(bool)) for t in trues),
         hard_false_negatives=torch.from_numpy(np.asarray(hard, dtype=np.int64)),
+        thresholds=thresholds,
     )

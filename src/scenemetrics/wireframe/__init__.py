@@ -42,6 +42,12 @@ _EXPORTS = {
         "spectral_distance",
         "wed",
     ),
+    "scenemetrics.wireframe.matching": (
+        "corner_chamfer",
+        "corner_matching_distance",
+        "edge_matching_distance",
+        "matched_distances",
+    ),
     "scenemetrics.wireframe.registry": (
         "METRIC_NAMES",
         "TABLE2_COLUMNS",
@@ -86,6 +92,7 @@ _SUBMODULES = (
     "types",
     "options",
     "scores",
+    "matching",
     "registry",
     "metrics",
     "hss2025",

@@ -20,6 +20,13 @@ from collections.abc import Callable
 from typing import Any
 
 from scenemetrics.types import ArrayLike
+from scenemetrics.wireframe.matching import (
+    check_corner_distance_options,
+    check_edge_matching_options,
+    corner_chamfer,
+    corner_matching_distance,
+    edge_matching_distance,
+)
 from scenemetrics.wireframe.options import (
     check_chamfer_options,
     check_corner_options,
@@ -98,6 +105,10 @@ _REGISTRY: dict[str, _Entry] = {
     "hausdorff": _Entry(hausdorff_distance, "wire", False, check_sampling),
     "chamfer": _Entry(chamfer_distance, "wire", False, check_chamfer_options),
     "hss": _Entry(hss, "wire", True, check_hss_options, _attr("hss")),
+    # one-to-one (Hungarian) forms next to the nearest-neighbour Chamfer forms (wireframe/matching.py)
+    "corner_chamfer": _Entry(corner_chamfer, "corner", False, check_corner_distance_options),
+    "corner_matching": _Entry(corner_matching_distance, "corner", False, check_corner_distance_options),
+    "edge_matching": _Entry(edge_matching_distance, "wire", False, check_edge_matching_options),
 }
 
 METRIC_NAMES: tuple[str, ...] = tuple(_REGISTRY)
