@@ -57,9 +57,10 @@ def test_osim_thresholds_outside_0_1_are_usage_errors(folders, tmp_path, capsys,
 
 def test_agreement_exclude_names_unknown_items(tmp_path, capsys):
     """`agreement table --exclude <typo>` excluded nothing, silently."""
-    (tmp_path / "scores.csv").write_text("item,metric,score,higher_is_better\n" + "".join(
-        f"{i},psnr,{s},true\n" for i, s in zip("abcd", (30, 25, 20, 21), strict=True)
-    ))
+    (tmp_path / "scores.csv").write_text(
+        "item,metric,score,higher_is_better\n"
+        + "".join(f"{i},psnr,{s},true\n" for i, s in zip("abcd", (30, 25, 20, 21), strict=True))
+    )
     (tmp_path / "human.csv").write_text("item,human\na,4\nb,3\nc,1\nd,2\n")
     argv = ["agreement", "table", "--scores", str(tmp_path / "scores.csv"), "--human", str(tmp_path / "human.csv"),
             "--out", str(tmp_path / "out"), "--quiet", "--ci", "none", "--fit", "none"]  # fmt: skip

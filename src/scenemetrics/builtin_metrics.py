@@ -82,8 +82,7 @@ def _with_min_size(metric: Any, minimum: int, why: str) -> Any:
         h, w = preds.shape[-2:]
         if h < minimum or w < minimum:
             raise ValueError(
-                f"{type(metric).__name__} needs images of at least {minimum}x{minimum} pixels ({why}); received "
-                f"{h}x{w}"
+                f"{type(metric).__name__} needs images of at least {minimum}x{minimum} pixels ({why}); received {h}x{w}"
             )
         return update(preds, target, *args, **kwargs)
 

@@ -240,7 +240,6 @@ def _check_gt_args(args: argparse.Namespace) -> None:
         raise CLIError("the benchmark table needs prompt embeddings: --text-features FILE or --clip")
 
 
-
 def _scenes(config: dict[str, Any]) -> list[str]:
     pred_root = Path(config["pred_root"])
     if not pred_root.is_dir():
