@@ -171,3 +171,107 @@ def test_cache_tampering_is_detected(tmp_path, monkeypatch):
         YOLOX.from_official("yolox_nano")
     message = str(info.value)
     assert recorded in message and hub.file_hash(other) in message and str(cached) in message
+
+
+# ---- TorchScript: code runs at load, so only the published file is loaded ------------------------------------------
+
+
+class _TorchScriptPayload(torch.nn.Module):
+    """A module whose ``__setstate__`` (run by ``torch.jit.load``, before any call) creates and writes a file."""
+
+    def __init__(self, marker: str) -> None:
+        super().__init__()
+        self.marker = marker
+
+    @torch.jit.export
+    def __getstate__(self) -> tuple[str, bool]:
+        return (self.marker, self.training)
+
+    @torch.jit.export
+    def __setstate__(self, state: tuple[str, bool]) -> None:
+        self.marker = state[0]
+        written = torch.from_file(self.marker, True, 8, dtype=torch.uint8)  # maps (creates) the file ...
+        written.fill_(88)  # ... and writes "XXXXXXXX" into it
+        self.training = state[1] and int(written.sum()) > 0  # used, so TorchScript keeps the call
+
+    def forward(self, image: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return image
+
+
+@pytest.fixture
+def torchscript_payload(tmp_path, marker) -> Path:
+    """``big-lama.pt``: a 2 kB TorchScript file that writes ``marker`` when loaded (checked by a control load)."""
+    import warnings
+
+    folder = tmp_path / "lama"
+    folder.mkdir()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch.jit.script / load are deprecated, still the format
+        control = tmp_path / "control.pt"
+        torch.jit.script(_TorchScriptPayload(str(tmp_path / "ran"))).save(str(control))
+        assert not (tmp_path / "ran").exists()
+        torch.jit.load(str(control))
+        assert (tmp_path / "ran").read_bytes() == b"X" * 8  # the payload is live
+        path = folder / "big-lama.pt"
+        torch.jit.script(_TorchScriptPayload(str(marker))).save(str(path))
+    assert path.stat().st_size < 4096 and not marker.exists()
+    return path
+
+
+def test_lama_refuses_torchscript_that_is_not_the_published_file(torchscript_payload, marker, tmp_path):
+    from scenemetrics.inpainting.inpainters import LaMaInpainter
+
+    digest = hub.file_hash(torchscript_payload)
+    for weights_path in (torchscript_payload, torchscript_payload.parent):
+        with pytest.raises(ValueError) as info:
+            LaMaInpainter(weights_path=weights_path).load()
+        message = str(info.value)
+        assert "refusing to load" in message and str(torchscript_payload) in message
+        assert digest in message and hub.CHECKPOINTS["inpainting/big-lama"].sha256 in message
+        assert "trust_file=True" in message and "--i-trust-this-file" in message
+        assert not marker.exists()
+
+
+def test_inpaint_cli_refuses_the_torchscript_payload(torchscript_payload, marker, tmp_path, capsys):
+    from scenemetrics import viz
+    from scenemetrics.cli import main
+
+    viz.save_png(torch.rand(3, 16, 16), tmp_path / "refs" / "a.png")
+    viz.save_png(torch.rand(3, 16, 16), tmp_path / "render.png")
+    from scenemetrics.puzzlesim import random_checkpoint as tv_random
+
+    squeeze = tv_random("squeezenet1_1", tmp_path / "sq.pth", include_classifier=False)
+    argv = ["inpaint", "--refs", str(tmp_path / "refs"), "--image", str(tmp_path / "render.png"), "--out",
+            str(tmp_path / "out"), "--lama-weights", str(torchscript_payload), "--weights", str(squeeze),
+            "--quiet"]  # fmt: skip
+    assert main([*argv, "--inpainter", "lama"]) == 1
+    err = capsys.readouterr().err
+    assert "refusing to load" in err and "--i-trust-this-file" in err
+    assert not marker.exists()
+
+
+def test_the_published_lama_hash_is_the_one_checked(tmp_path, monkeypatch):
+    """The check compares with the hub's published hashes: a file carrying them loads without the flag."""
+    from scenemetrics.inpainting.inpainters import LaMaInpainter
+
+    from .utils.weights import publish_hash
+
+    class Grey(torch.nn.Module):
+        def forward(self, image: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            return image * (1 - mask) + 0.5 * mask
+
+    import warnings
+
+    path = tmp_path / "big-lama.pt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        torch.jit.script(Grey()).save(str(path))
+    with pytest.raises(ValueError, match="refusing to load"):
+        LaMaInpainter(weights_path=path).load()
+    publish_hash(monkeypatch, "inpainting/big-lama", path)  # as if this were the published file
+    assert isinstance(LaMaInpainter(weights_path=path).load(), torch.jit.ScriptModule)
+    # the real entry pins both the md5 IOPaint publishes and the sha256 of that file
+    monkeypatch.undo()
+    entry = hub.CHECKPOINTS["inpainting/big-lama"]
+    assert entry.md5 == "e3aa4aaa15225a33ec84f9f4bc47e500"
+    assert entry.sha256 == "344c77bbcb158f17dd143070d1e789f38a66c04202311ae3a258ef66667a9ea9"

@@ -36,7 +36,7 @@ MODULES: tuple[tuple[str, str, str, str], ...] = (
     ("scenemetrics.inpainting", "inpainting", "Inpainting", "The PuzzleSim-guided inpainting loop."),
     ("scenemetrics.evaluation", "evaluation", "Evaluation", "`scenemetrics eval` as a library."),
     ("scenemetrics.hub", "hub", "hub", "Pretrained checkpoints: table, cache, verification."),
-    ("scenemetrics.image", "image", "image", "The one input rule for every image API."),
+    ("scenemetrics.image", "image", "image", "The one input rule for every image API, and the one image file reader."),
     ("scenemetrics.viz", "viz", "viz", "Colour maps, overlays, panels, PNG helpers."),
     ("scenemetrics.checks", "checks", "checks", "Option checkers shared by every room."),
     ("scenemetrics.synthetic", "synthetic", "synthetic", "The procedural demo scene."),
@@ -46,7 +46,7 @@ MODULES: tuple[tuple[str, str, str, str], ...] = (
     ("scenemetrics.builtin_metrics", "builtin-metrics", "builtin_metrics", "The built-in metrics' adapters."),
     ("scenemetrics.stats", "stats", "stats", "AUC, class separation and array converters shared by rooms."),
     ("scenemetrics.devices", "devices", "devices", "Device resolution (`--device`, `device=`)."),
-    ("scenemetrics.fileio", "fileio", "fileio", "Atomic file writes."),
+    ("scenemetrics.fileio", "fileio", "fileio", "Atomic writes, safe names from files, checked counts and arrays."),
     ("scenemetrics.types", "types", "types", "Array type aliases of the public signatures."),
     ("scenemetrics.cliutils", "cliutils", "cliutils", "Shared command-line flags, messages and progress."),
 )

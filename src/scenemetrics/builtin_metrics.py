@@ -33,6 +33,7 @@ import importlib.util
 import os
 import tempfile
 import warnings
+import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
@@ -89,11 +90,35 @@ def build_psnr(config: MetricConfig) -> Any:
     return PeakSignalNoiseRatio(data_range=1.0, dim=(1, 2, 3), reduction="elementwise_mean")
 
 
+def _with_min_size(metric: Any, minimum: int, why: str) -> Any:
+    """``metric`` whose ``update`` first checks that images are at least ``minimum`` px on each side (a ValueError
+    naming the size, instead of torch's padding error deep inside the network)."""
+    update = metric.update
+
+    def checked(preds: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
+        h, w = preds.shape[-2:]
+        if h < minimum or w < minimum:
+            raise ValueError(
+                f"{type(metric).__name__} needs images of at least {minimum}x{minimum} pixels ({why}); received {h}x{w}"
+            )
+        return update(preds, target, *args, **kwargs)
+
+    metric.update = checked
+    return metric
+
+
+# the smallest side each torchmetrics network accepts (found by trying every size: 31 for AlexNet's 11 px stride-4
+# stem and its pooling, 16 for VGG16, 17 for SqueezeNet; SSIM's reflection padding of its 11 px window needs 6)
+_LPIPS_MIN_SIZE = {"alex": 31, "vgg": 16, "squeeze": 17}
+_SSIM_MIN_SIZE = 6
+
+
 def build_ssim(config: MetricConfig) -> Any:
     """torchmetrics SSIM (Gaussian 11x11, sigma 1.5, data range 1)."""
     from torchmetrics.image import StructuralSimilarityIndexMeasure
 
-    return StructuralSimilarityIndexMeasure(data_range=1.0)
+    metric = StructuralSimilarityIndexMeasure(data_range=1.0)
+    return _with_min_size(metric, _SSIM_MIN_SIZE, "its 11 px Gaussian window is reflection-padded by 5 px")
 
 
 register_metric(
@@ -147,7 +172,8 @@ def lpips_checkpoint(net: str, weights_path: str | os.PathLike | None, work_dir:
     key = f"puzzlesim/{arch}"
     path = hub.resolve_weights(key, weights_path)
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        # mmap needs torch's zip format; older (legacy-format) torchvision files are read whole, as PuzzleSim does
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))
     except Exception as err:
         raise ValueError(f"could not read LPIPS backbone checkpoint {os.fspath(path)!r}: {err}") from err
     with torch.device("meta"):
@@ -206,9 +232,10 @@ def build_lpips(config: MetricConfig) -> Any:
     old_dir = torch.hub.get_dir()
     torch.hub.set_dir(str(hub_dir))
     try:
-        return LearnedPerceptualImagePatchSimilarity(net_type=net, normalize=True)
+        metric = LearnedPerceptualImagePatchSimilarity(net_type=net, normalize=True)
     finally:
         torch.hub.set_dir(old_dir)
+    return _with_min_size(metric, _LPIPS_MIN_SIZE[net], f"the smallest input of its {arch} backbone")
 
 
 register_metric(
@@ -233,9 +260,12 @@ register_metric(
 
 def build_puzzlesim(config: MetricConfig) -> Any:
     """:class:`scenemetrics.PuzzleSim` keeping its maps (``last_maps``) for the pictures."""
-    from scenemetrics.puzzlesim import PuzzleSim
+    from scenemetrics.puzzlesim import DEFAULT_LAYERS, PuzzleSim
 
     kwargs = dict(config.kwargs)
+    if "layers" in kwargs and "layer_weights" not in kwargs and list(kwargs["layers"]) != list(DEFAULT_LAYERS):
+        # as `scenemetrics puzzlesim --layers`: the paper's weights belong to its layers (2, 3, 4); others get 1/m each
+        kwargs["layer_weights"] = None
     if config.random_weights:
         kwargs["weights_path"] = _random_torchvision(kwargs.get("backbone", "squeezenet1_1"), config)
     return PuzzleSim(keep_maps=True, **kwargs)
@@ -250,7 +280,14 @@ register_metric(
         ),
         Option("weights", Path, None, "backbone checkpoint (file or folder)", argument="weights_path"),
         Option("layers", list[int], [2, 3, 4], "backbone slices compared (0-based LPIPS slices)", low=0),
-        Option("layer_weights", list[float], [0.67, 0.2, 0.13], "weight of each layer's map (one per layer)", low=0),
+        Option(
+            "layer_weights",
+            list[float],
+            None,
+            "weight of each layer's map, one per layer (default: the paper's 0.67, 0.2, 0.13 for layers 2, 3, 4; "
+            "1/m each for other layers)",
+            low=0,
+        ),
         Option("resize", int | list[int], None, "resize every image to this side, or [h, w], first", low=1),
         Option("chunk_size", int, None, "similarities computed at once (bounds the memory)", low=1, scores=False),
     ],

@@ -102,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (0 ok, 1 error, 2 usage).
+    """Run the CLI; returns the exit code (0 ok, 1 error, 2 usage, 130 interrupted by Ctrl-C / SIGINT).
 
     Args:
         argv: the arguments; ``None`` (the ``scenemetrics`` program) reads ``sys.argv``. The warnings a command raises
@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             code = args.func(args)
         except KeyboardInterrupt:
-            failure = "scenemetrics: interrupted"
+            failure, code = "scenemetrics: interrupted", 130  # 128 + SIGINT, as shells report a stopped program
         except UsageError as err:
             failure, code = f"scenemetrics {args.command}: error: {err}", 2
         except Exception as err:
@@ -133,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _print_warnings(caught, program=argv is None)
     if failure is not None:
         print(failure, file=sys.stderr)
-        return 2 if code == 2 else 1
+        return code if code in (2, 130) else 1
     return int(code or 0)
 
 

@@ -20,9 +20,11 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from scenemetrics.jsonio import write_json
@@ -40,7 +42,9 @@ __all__ = [
     "progress",
     "random_weights_banner",
     "resolve_device",
+    "scratch_dir",
     "show_progress",
+    "unit_interval",
     "weights_message",
     "write_json",
 ]
@@ -59,6 +63,22 @@ class CLIError(Exception):
 class UsageError(CLIError):
     """A usage error found after the arguments were parsed (an option the metric does not have, a plugin that does not
     import): one line on stderr with exit code 2, like argparse's own usage errors."""
+
+
+def unit_interval(text: str) -> float:
+    """An argparse ``type=`` for thresholds in [0, 1] (a usage error, exit code 2, otherwise).
+
+    Example:
+        >>> unit_interval("0.35")
+        0.35
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 <= value <= 1.0:  # also refuses NaN
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1]; received {text!r}")
+    return value
 
 
 def add_out_arg(parser: argparse.ArgumentParser, default: str | None = None) -> None:
@@ -184,3 +204,19 @@ def announce(message: str, *, quiet: bool = False) -> None:
     """One line on stderr saying what a long step does (``"loading YOLOX-X ..."``), unless ``quiet``."""
     if not quiet:
         print(message, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def scratch_dir(needed: bool, prefix: str) -> Iterator[Path | None]:
+    """A temporary folder, created only when ``needed`` (``None`` otherwise), removed on exit.
+
+    Commands that need scratch space only sometimes (random checkpoints) create none otherwise, so a command killed
+    with SIGKILL, which skips every cleanup, leaves no empty folder behind in the temporary directory.
+    """
+    if not needed:
+        yield None
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        yield Path(tmp)

@@ -1,4 +1,4 @@
-"""The one input rule for every image API of scenemetrics, plus reading images from disk.
+"""The one input rule for every image API of scenemetrics, plus the one reader of image files (:func:`read_image`).
 
 Images are ``(B, 3, H, W)`` tensors (a ``(3, H, W)`` tensor is a batch of one), RGB, either floating point
 (float16 / bfloat16 / float32 / float64) in ``[0, 1]`` (tolerance ``1e-6``) or ``uint8`` (divided by 255).
@@ -14,7 +14,9 @@ Example:
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,14 +24,18 @@ import torch
 from torch import Tensor
 
 __all__ = [
+    "BACKGROUNDS",
     "IMAGE_EXTENSIONS",
     "RANGE_TOLERANCE",
+    "ImageFileError",
     "ImageTypeError",
     "check_image_list",
     "check_images",
     "list_images",
     "read_image",
+    "read_image_with_alpha",
     "read_images",
+    "read_mask",
 ]
 
 RANGE_TOLERANCE = 1e-6
@@ -179,14 +185,199 @@ def list_images(folder: str | os.PathLike, name: str = "folder") -> list[Path]:
     return files
 
 
-def read_image(path: str | os.PathLike) -> Tensor:
-    """Read an image file as a ``(3, H, W)`` float32 tensor in [0, 1] (alpha dropped, grey expanded to RGB)."""
-    import numpy as np
-    from PIL import Image
+BACKGROUNDS = ("white", "black")
+"""Accepted ``background=`` values of :func:`read_image` (``None`` drops the alpha channel)."""
 
-    with Image.open(path) as im:
-        arr = np.asarray(im.convert("RGB"), dtype=np.uint8).copy()
-    return torch.from_numpy(arr).permute(2, 0, 1).float().div_(255.0)
+
+class ImageFileError(ValueError):
+    """An image file that cannot be read exactly (unknown mode, out-of-range float, undecodable); names the file."""
+
+
+def _tile_rawmode(im: object) -> str:
+    """The raw mode the decoder stores (``"RGB;16B"`` for a 16-bit RGB PNG that Pillow shows as 8-bit ``RGB``)."""
+    tile = getattr(im, "tile", None) or []
+    if not tile:
+        return ""
+    args = tile[0][3]
+    return args if isinstance(args, str) else str(args[0]) if isinstance(args, tuple) and args else ""
+
+
+def _opencv_image(path: Path, why: str) -> tuple[object, str]:
+    import numpy as np
+
+    try:
+        import cv2
+    except ImportError:
+        raise ImageFileError(
+            f"{path}: {why}; reading it exactly needs OpenCV: pip install opencv-python-headless (or "
+            '"scenemetrics[inpaint]"), or save it as an 8/16-bit PNG'
+        ) from None
+    arr = cv2.imread(os.fspath(path), cv2.IMREAD_UNCHANGED)
+    if arr is None:
+        raise ImageFileError(f"{path}: {why}, and OpenCV cannot decode it either")
+    if arr.ndim == 3 and arr.shape[2] in (3, 4):
+        arr = arr[..., [2, 1, 0, 3][: arr.shape[2]]]  # BGR(A) -> RGB(A)
+    if arr.dtype == np.uint8:
+        return arr.astype(np.float32) / 255.0, f"{arr.shape[-1] if arr.ndim == 3 else 1}-channel 8-bit (OpenCV)"
+    if arr.dtype == np.uint16:
+        return arr.astype(np.float32) / 65535.0, f"{arr.shape[-1] if arr.ndim == 3 else 1}-channel 16-bit (OpenCV)"
+    if arr.dtype in (np.float32, np.float64):
+        return arr.astype(np.float32), "float"
+    raise ImageFileError(f"{path}: {arr.dtype} pixels have no defined white level; use 8/16-bit or float images")
+
+
+def _torchvision_png(path: Path, mode: str) -> object:
+    """A 16-bit colour PNG decoded by torchvision (a core dependency) where OpenCV is not installed."""
+    import numpy as np
+
+    with warnings.catch_warnings():
+        # torchvision 0.29 deprecates its decoders in favour of torchcodec; they still decode 16-bit PNG exactly
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from torchvision.io import ImageReadMode, decode_png, read_file
+
+        data = decode_png(read_file(os.fspath(path)), mode=ImageReadMode.UNCHANGED)
+    arr = data.to(torch.int32).permute(1, 2, 0).numpy().astype(np.float32) / 65535.0
+    return arr[..., 0] if arr.shape[-1] == 1 else arr
+
+
+def _decode(path: Path) -> tuple[object, str]:
+    """``(array (H, W) or (H, W, C) float32 in [0, 1] with C in 2..4, description of the source)``."""
+    import numpy as np
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        im = Image.open(path)
+    except UnidentifiedImageError:
+        return _opencv_image(path, "Pillow cannot decode this file (e.g. a float or 16-bit multi-channel TIFF)")
+    except Image.DecompressionBombError as err:
+        raise ImageFileError(f"{path}: {err}") from None
+    with im:
+        mode, rawmode = im.mode, _tile_rawmode(im)
+        if mode in ("RGB", "RGBA", "LA") and ";16" in rawmode:
+            # Pillow keeps only the high byte of 16-bit colour channels: decode the file itself
+            why = f"a 16-bit {mode} {im.format} image, which Pillow reads as 8-bit"
+            if im.format == "PNG" and importlib.util.find_spec("cv2") is None:
+                return _torchvision_png(path, mode), f"16-bit {mode} PNG"
+            return _opencv_image(path, why)
+        try:
+            im.load()
+        except OSError as err:
+            raise ImageFileError(f"{path}: cannot decode the image ({err})") from None
+        if mode in ("1", "L", "LA", "RGB", "RGBA"):
+            arr = np.asarray(im)
+            desc = "1-bit" if mode == "1" else f"8-bit {mode}"
+            return arr.astype(np.float32) / (1.0 if mode == "1" else 255.0), desc
+        if mode in ("P", "PA"):
+            alpha = mode == "PA" or "transparency" in im.info
+            return np.asarray(im.convert("RGBA" if alpha else "RGB")).astype(np.float32) / 255.0, "8-bit palette"
+        if mode.startswith("I;16") or (mode == "I" and rawmode.startswith("I;16")):
+            return np.asarray(im).astype(np.float32) / 65535.0, "16-bit grey"
+        if mode == "F":
+            return np.asarray(im, dtype=np.float32).copy(), "float grey"
+        if mode in ("CMYK", "YCbCr", "RGBX", "RGBa", "La"):
+            target = "RGBA" if mode in ("RGBa", "La") else "RGB"
+            return np.asarray(im.convert(target)).astype(np.float32) / 255.0, f"8-bit {mode}"
+    raise ImageFileError(
+        f"{path}: image mode {mode!r}{f' (stored as {rawmode})' if rawmode else ''} has no defined white level or "
+        "colour meaning here; save it as an 8/16-bit grey, RGB or RGBA PNG, or a float TIFF in [0, 1]"
+    )
+
+
+def _read(path: str | os.PathLike) -> tuple[object, str]:
+    """The decoded array, checked: finite and in [0, 1] (floats are never clipped)."""
+    import numpy as np
+
+    p = Path(path)
+    arr, desc = _decode(p)
+    if desc.startswith("float"):
+        if not np.isfinite(arr).all():
+            raise ImageFileError(f"{p}: the {desc} image holds NaN or infinite values")
+        lo, hi = (float(arr.min()), float(arr.max())) if arr.size else (0.0, 0.0)
+        if lo < -RANGE_TOLERANCE or hi > 1.0 + RANGE_TOLERANCE:
+            raise ImageFileError(
+                f"{p}: the {desc} image has values in [{lo:.6g}, {hi:.6g}]; scenemetrics reads float images as "
+                "[0, 1] (nothing is clipped): rescale it, or save it as an 8/16-bit PNG"
+            )
+    return arr, desc
+
+
+def read_image(path: str | os.PathLike, *, background: str | None = None) -> Tensor:
+    """Read an image file as a ``(3, H, W)`` float32 tensor in [0, 1]: the one image reader of every command.
+
+    Every mode becomes exact values in [0, 1]: 8-bit (``value / 255``), 16-bit (``value / 65535``: greyscale, RGB and
+    RGBA PNG, greyscale TIFF; 16-bit multi-channel TIFF through OpenCV), 1-bit, palette (its colours), and float
+    TIFF (taken as is; values outside [0, 1] or not finite are an error, never clipped). Greyscale is repeated to
+    RGB. Any other mode (e.g. 32-bit integer) is an :class:`ImageFileError` naming the file and the mode.
+
+    Args:
+        path: the image file.
+        background: for images with an alpha channel (RGBA, grey + alpha, palette with transparency): ``None``
+            drops alpha (the colour as stored), ``"white"`` / ``"black"`` composite onto that colour
+            (``rgb * a + bg * (1 - a)``).
+
+    Returns:
+        ``(3, H, W)`` float32 in [0, 1].
+
+    Raises:
+        ImageFileError: (a ``ValueError``) a mode without a defined white level, float values outside [0, 1], a
+            file that cannot be decoded; the message names the file.
+        ValueError: ``background`` is not ``None``, ``"white"`` or ``"black"``.
+
+    Example:
+        >>> import os, tempfile, numpy as np
+        >>> from PIL import Image
+        >>> path = os.path.join(tempfile.mkdtemp(), "grey16.png")
+        >>> Image.fromarray(np.array([[0, 65535]], np.uint16)).save(path)
+        >>> read_image(path)[:, 0, 1].tolist()
+        [1.0, 1.0, 1.0]
+    """
+    rgb, _ = read_image_with_alpha(path, background=background)
+    return rgb
+
+
+def read_image_with_alpha(path: str | os.PathLike, *, background: str | None = None) -> tuple[Tensor, bool]:
+    """:func:`read_image` and whether the file had an alpha channel (that ``background`` handled or dropped)."""
+    import numpy as np
+
+    if background not in (None, *BACKGROUNDS):
+        raise ValueError(f"`background` must be None, 'white' or 'black'; received {background!r}")
+    arr, _ = _read(path)
+    arr = np.asarray(arr, dtype=np.float32)
+    if arr.ndim == 2:
+        arr = arr[..., None]
+    channels = arr.shape[-1]
+    has_alpha = channels in (2, 4)
+    color = arr[..., : channels - 1] if has_alpha else arr
+    if color.shape[-1] == 1:
+        color = np.repeat(color, 3, axis=-1)
+    if has_alpha and background is not None:
+        alpha = arr[..., -1:]
+        bg = 1.0 if background == "white" else 0.0
+        color = color * alpha + bg * (1.0 - alpha)
+    return torch.from_numpy(np.ascontiguousarray(color.transpose(2, 0, 1))).float(), has_alpha
+
+
+def read_mask(path: str | os.PathLike) -> Tensor:
+    """Read a mask image as a ``(1, H, W)`` float32 tensor in [0, 1] (white = 1), from any mode :func:`read_image`
+    reads (8/16-bit, float); colour masks are reduced to luma (ITU-R 601, as Pillow's ``L``), alpha is ignored.
+
+    Example:
+        >>> import os, tempfile, numpy as np
+        >>> from PIL import Image
+        >>> path = os.path.join(tempfile.mkdtemp(), "mask.png")
+        >>> Image.fromarray(np.array([[0, 255]], np.uint8)).save(path)
+        >>> read_mask(path).tolist()
+        [[[0.0, 1.0]]]
+    """
+    import numpy as np
+
+    arr, _ = _read(path)
+    arr = np.asarray(arr, dtype=np.float32)
+    if arr.ndim == 3:
+        channels = arr.shape[-1]
+        color = arr[..., : channels - 1] if channels in (2, 4) else arr
+        arr = color[..., 0] if color.shape[-1] == 1 else color @ np.array([0.299, 0.587, 0.114], np.float32)
+    return torch.from_numpy(np.ascontiguousarray(np.clip(arr, 0.0, 1.0)))[None]
 
 
 def read_images(folder: str | os.PathLike, name: str = "folder") -> tuple[list[Path], list[Tensor]]:

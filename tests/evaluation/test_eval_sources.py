@@ -207,3 +207,52 @@ def test_nerfstudio_config_errors(tmp_path):
         render_nerfstudio(tmp_path / "config.yml", tmp_path, split="train")
     with pytest.raises(FileNotFoundError, match="no such file"):
         render_nerfstudio(tmp_path / "config.yml", tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("tag", "message"),
+    [
+        ("!!python/object/apply:os.system ['touch {marker}']", "nerfstudio's loader would call it"),
+        ("!!python/object/apply:subprocess.call [['touch', '{marker}']]", "would call it"),
+        ("!!python/object/new:os.system ['touch {marker}']", "would call it"),
+        ("!!python/module:os", "would import it"),
+        ("!!python/object/apply:pathlib.Path.touch [!!python/object/apply:pathlib.PosixPath ['{marker}']]",
+         "names nothing importable"),
+        ("!!python/object/apply:torch.save [0, '{marker}']", "only paths and enum members"),
+        ("!!python/object:torch.nn.Linear {{}}", "not a config dataclass"),
+    ],
+)  # fmt: skip
+def test_a_nerfstudio_config_that_would_run_code_is_refused(tmp_path, tag, message):
+    """nerfstudio reads config.yml with PyYAML's full loader: the tags are checked before it sees the file."""
+    import yaml
+
+    from scenemetrics.evaluation.nerfstudio_source import check_nerfstudio_config
+
+    marker = tmp_path / "PWNED"
+    text = f"method_name: nerfacto\nexperiment_name: lego\nx: {tag.format(marker=marker)}\n"
+    if "os.system" in tag and "new" not in tag:  # control: the full loader does run it
+        control = tmp_path / "control"
+        yaml.load(text.replace(str(marker), str(control)), Loader=yaml.Loader)  # the unsafe loader, on purpose
+        assert control.exists()
+    config = tmp_path / "config.yml"
+    config.write_text(text)
+    with pytest.raises(ValueError, match=rf"config\.yml, line 3: refusing the tag .*{message}"):
+        check_nerfstudio_config(config)
+    assert not marker.exists()
+
+
+@pytest.mark.nerfstudio
+def test_the_configs_ns_train_writes_pass_the_check(tmp_path):
+    pytest.importorskip("nerfstudio", reason="needs the [nerfstudio] extra")
+    import yaml
+    from nerfstudio.configs.method_configs import all_methods
+
+    from scenemetrics.evaluation.nerfstudio_source import check_nerfstudio_config
+
+    for name in ("nerfacto", "splatfacto", "nerfacto-scenemetrics"):
+        path = tmp_path / f"{name}.yml"
+        path.write_text(yaml.dump(all_methods[name]))  # what TrainerConfig.save_config writes
+        check_nerfstudio_config(path)
+    path.write_text("!!python/object/apply:nerfstudio.utils.scripts.run_command ['touch x']\n")
+    with pytest.raises(ValueError, match="only paths and enum members"):
+        check_nerfstudio_config(path)

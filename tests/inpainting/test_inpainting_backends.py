@@ -46,14 +46,15 @@ def test_pad_symmetric_matches_numpy(h, w):
 )
 @pytest.mark.parametrize("backend", ["opencv", "lama"])
 def test_inpainters_reject_bad_masks(mask, match, backend, tmp_path, lama_script):
-    inpainter = OpenCVInpainter() if backend == "opencv" else LaMaInpainter(weights_path=lama_script(tmp_path, 0))
+    lama = "lama" if backend == "opencv" else LaMaInpainter(weights_path=lama_script(tmp_path, 0), trust_file=True)
+    inpainter = OpenCVInpainter() if backend == "opencv" else lama
     with pytest.raises(ValueError, match=match):
         inpainter(torch.rand(1, 3, 32, 32), mask)
 
 
 def test_inpainters_reject_bad_images(tmp_path, lama_script):
     mask = torch.zeros(1, 1, 8, 8)
-    for inpainter in (OpenCVInpainter(), LaMaInpainter(weights_path=lama_script(tmp_path, 0))):
+    for inpainter in (OpenCVInpainter(), LaMaInpainter(weights_path=lama_script(tmp_path, 0), trust_file=True)):
         with pytest.raises(ValueError, match=r"`image` must be float in \[0, 1\]"):
             inpainter(torch.rand(1, 3, 8, 8) + 1.5, mask)
         with pytest.raises(ValueError, match="`image` must have 3"):
@@ -110,7 +111,7 @@ def test_opencv_bad_arguments_and_missing_extra(monkeypatch):
 
 # ------------------------------------------------------------------------------------------------ LaMa
 def test_lama_pads_to_multiples_of_8_symmetrically_and_crops(tmp_path, lama_script):
-    lama = LaMaInpainter(weights_path=lama_script(tmp_path, 1))
+    lama = LaMaInpainter(weights_path=lama_script(tmp_path, 1), trust_file=True)
     image = torch.rand(1, 3, 13, 21)
     out = lama(image, torch.zeros(1, 1, 13, 21))
     padded = np.pad(image.numpy(), ((0, 0), (0, 0), (0, 3), (0, 3)), mode="symmetric")
@@ -123,10 +124,10 @@ def test_lama_binarises_the_mask_and_clamps(tmp_path, lama_script):
     soft = torch.zeros(1, 1, 16, 24)
     soft[..., 2:6, 3:9] = 0.3  # any positive value counts as "fill"
     soft[..., 10:12, 1:4] = 1.0
-    out = LaMaInpainter(weights_path=lama_script(tmp_path / "a", 2))(torch.rand(1, 3, 16, 24), soft)
+    out = LaMaInpainter(weights_path=lama_script(tmp_path / "a", 2), trust_file=True)(torch.rand(1, 3, 16, 24), soft)
     assert torch.equal(out, (soft > 0).float().expand(1, 3, 16, 24))
     image = torch.rand(1, 3, 16, 24)
-    out = LaMaInpainter(weights_path=lama_script(tmp_path / "b", 3))(image, soft)
+    out = LaMaInpainter(weights_path=lama_script(tmp_path / "b", 3), trust_file=True)(image, soft)
     assert torch.equal(out, (image * 4.0 - 1.0).clamp(0, 1))
 
 
@@ -138,7 +139,7 @@ def test_lama_loads_through_the_hub_file_folder_and_cache(tmp_path, lama_script,
     folder = tmp_path / "weights"
     file = lama_script(folder, 0)
     for weights_path in (file, folder, str(file)):
-        assert torch.allclose(LaMaInpainter(weights_path=weights_path)(image, mask), expected)
+        assert torch.allclose(LaMaInpainter(weights_path=weights_path, trust_file=True)(image, mask), expected)
     cache = hub.cache_dir("inpainting")
     publish_hash(monkeypatch, "inpainting/big-lama", lama_script(cache, 0))  # cached files are verified on each load
     lama = LaMaInpainter()
@@ -146,7 +147,8 @@ def test_lama_loads_through_the_hub_file_folder_and_cache(tmp_path, lama_script,
     assert lama.max_batch == 1 and isinstance(lama.load(), torch.jit.ScriptModule)
     assert not lama.load().training
     # a larger max_batch calls the model with bigger batches
-    big = LaMaInpainter(weights_path=lama_script(tmp_path / "any", 0, batch_one=False), max_batch=4)
+    big_file = lama_script(tmp_path / "any", 0, batch_one=False)
+    big = LaMaInpainter(weights_path=big_file, max_batch=4, trust_file=True)
     assert torch.allclose(big(image, mask), expected)
 
 
@@ -162,6 +164,8 @@ def test_lama_missing_or_bad_weights(tmp_path, monkeypatch):
     bad = tmp_path / "big-lama.pt"
     bad.write_bytes(b"not a torchscript archive")
     with pytest.raises(ValueError, match=r"could not load .*big-lama\.pt.* TorchScript"):
+        LaMaInpainter(weights_path=bad, trust_file=True).load()
+    with pytest.raises(ValueError, match=r"refusing to load .*big-lama\.pt.* TorchScript"):  # not published
         LaMaInpainter(weights_path=bad).load()
     with pytest.raises(ValueError, match="`max_batch`"):
         LaMaInpainter(max_batch=0)
@@ -169,7 +173,7 @@ def test_lama_missing_or_bad_weights(tmp_path, monkeypatch):
 
 def test_lama_in_the_loop(tmp_path, planted, local_stats, lama_script):
     refs, image, art, _ = planted(0)
-    lama = LaMaInpainter(weights_path=lama_script(tmp_path, 0))
+    lama = LaMaInpainter(weights_path=lama_script(tmp_path, 0), trust_file=True)
     result = puzzle_inpaint(image, refs, lama, backbone=local_stats, **CUSTOM, n_candidates=10, progress=False)
     assert result.accepted_rounds >= 1 and result.quality_after > result.quality_before
     assert int((result.mask & art).sum()) >= 0.9 * int(art.sum())

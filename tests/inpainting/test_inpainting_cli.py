@@ -90,13 +90,17 @@ def test_cli_opencv_writes_result_mask_panel_and_json(folders, squeeze_weights, 
     assert bar.label == "PuzzleSim similarity" and float(bar.labels[0]) == pytest.approx(rng.vmax, abs=1e-2)
 
 
-def test_cli_lama_through_lama_weights(folders, squeeze_weights, tmp_path, lama_script):
+def test_cli_lama_through_lama_weights(folders, squeeze_weights, tmp_path, lama_script, capsys):
     refs, image_path = folders
     lama = lama_script(tmp_path / "lama", 0)
     out = tmp_path / "out"
     args = ["inpaint", "--refs", str(refs), "--image", str(image_path), "--out", str(out), "--lama-weights", str(lama)]
     args += ["--weights", str(squeeze_weights), "--n-candidates", "6", "--max-iters", "1", "--quiet"]
-    assert main(args) == 0
+    # the stand-in is not the published big-lama.pt: TorchScript runs code at load, so it needs the user's say-so
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "refusing to load" in err and "--i-trust-this-file" in err and not out.exists()
+    assert main([*args, "--i-trust-this-file"]) == 0
     report = json.loads((out / "render.json").read_text())
     assert report["settings"]["inpainter"] == "lama" and len(report["history"]) == 1
     # the stand-in fills with grey: every inpainted pixel is 128 (0.5), every other one untouched

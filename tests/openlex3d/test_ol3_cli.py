@@ -357,6 +357,25 @@ def test_benchmark_argument_errors(tree, capsys):
     assert "openlex3d_labels/scannetpp/0a76e06478/gt_categories.json" in capsys.readouterr().err
 
 
+def test_options_given_before_the_task_are_kept(tree):
+    """`openlex3d eval --out F TASK ...` ignored every option given before TASK (argparse reset them)."""
+    common = ["--gt-root", str(tree / "gt"), "--pred-root", str(tree / "pred"), "--quiet", "--device", "cpu"]
+    seg = ["--prompts", str(tree / "prompt_list.txt"), "--text-features", str(tree / "prompts.npy")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert main(["openlex3d", "eval", "segmentation", *common, *seg, "--top-n", "1", "--out",
+                     str(tree / "after.json")]) == 0  # fmt: skip
+        assert main(["openlex3d", "eval", "--out", str(tree / "before.json"), *seg, "segmentation", *common,
+                     "--top-n", "1"]) == 0  # fmt: skip
+        # --top-n takes several values, so before TASK it is written with "="
+        assert main(["openlex3d", "eval", *common, "--top-n=3", "segmentation", *seg, "--out",
+                     str(tree / "mixed.json")]) == 0  # fmt: skip
+    after, before = (_standard_json((tree / n).read_text()) for n in ("after.json", "before.json"))
+    assert before == after
+    mixed = _standard_json((tree / "mixed.json").read_text())
+    assert mixed["config"]["top_n"] == [3] and "top_3" in mixed["mean"]
+
+
 def test_paper_forms_through_the_cli(tree, capsys):
     """``--topn-form iou`` and ``--ap-range paper``: the JSON equals the functional API, the table says its forms."""
     from scenemetrics.openlex3d import topn_iou

@@ -25,7 +25,7 @@ HOUSES = synthetic_houses(3, seed=4)
 
 
 def write_obj(path, vertices, edges, *, extra=""):
-    lines = [f"v {x!r} {y!r} {z!r}" for x, y, z in np.asarray(vertices, dtype=float)]
+    lines = [f"v {float(x)!r} {float(y)!r} {float(z)!r}" for x, y, z in np.asarray(vertices, dtype=float)]
     lines += [f"l {i + 1} {j + 1}" for i, j in np.asarray(edges)]
     path.write_text("# Building3D wireframe\n" + "\n".join(lines) + "\n" + extra)
 

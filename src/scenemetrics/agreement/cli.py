@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from scenemetrics.fileio import safe_name
+
 __all__ = ["PROTOCOL_NAMES", "register", "run"]
 
 PROTOCOL_NAMES = ("osim", "wireframe", "prism", "puzzlesim", "iqa")  # == PROTOCOLS' keys (checked by a test)
@@ -153,10 +155,6 @@ def _write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> None:
             w.writerow(["" if v is None else (f"{v:.6g}" if isinstance(v, float) else v) for v in r])
 
 
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-
-
 def _print(table: dict, stats: tuple[str, ...], quiet: bool) -> None:
     names = table["ranking"]
     width = max(8, *(len(n) for n in names))
@@ -185,6 +183,12 @@ def _table(args: argparse.Namespace, out: Path) -> int:
     if args.n_boot is not None:
         overrides["n_boot"] = args.n_boot
     if args.exclude is not None:
+        known = {str(item) for entry in scores.values() for item in getattr(entry, "items", ())}
+        unknown = [e for e in args.exclude if e not in known]
+        if unknown:  # a typo would otherwise exclude nothing, silently
+            shown = ", ".join(repr(k) for k in sorted(known)[:10]) + (" ..." if len(known) > 10 else "")
+            names = ", ".join(map(repr, unknown))
+            raise ValueError(f"--exclude {names}: no such item in {args.scores} (its items: {shown})")
         overrides["exclude"] = tuple(args.exclude)
     if args.paper:
         overrides["paper"] = args.paper
@@ -218,7 +222,7 @@ def _table(args: argparse.Namespace, out: Path) -> int:
             x = x if m["higher_is_better"] else -x
             fit = Logistic5Fit(tuple(m["fit_params"]), True) if m.get("fit_params") else None
             label = name if m["higher_is_better"] else f"-{name}"
-            scatter_plot(x, y, out / f"scatter_{_safe(name)}.png", metric=label, fit=fit, plcc=m["plcc"],
+            scatter_plot(x, y, out / f"scatter_{safe_name(name)}.png", metric=label, fit=fit, plcc=m["plcc"],
                          srcc=m["srcc"])  # fmt: skip
         main = proto.main
         ranking_plot({n: table["metrics"][n][main] for n in table["ranking"]}, out / "ranking.png",
@@ -307,7 +311,7 @@ def _maps(args: argparse.Namespace, out: Path) -> int:
             x, y = x[keep], y[keep]
         label = f"-{args.metric}" if args.pred_is_quality else args.metric
         xlabel = f"{label} (metric map value{', negated: high = artifact' if args.pred_is_quality else ''})"
-        scatter_plot(x, y, out / f"scatter_{_safe(args.metric)}.png", metric=label, plcc=m["plcc"], srcc=m["srcc"],
+        scatter_plot(x, y, out / f"scatter_{safe_name(args.metric)}.png", metric=label, plcc=m["plcc"], srcc=m["srcc"],
                      human_label="human artifact probability (pixel)", hexbin=True, xlabel=xlabel)  # fmt: skip
     return 0
 
@@ -340,15 +344,16 @@ def _stability(args: argparse.Namespace, out: Path) -> int:
 
 
 def _read_wireframes(path: str) -> list[Any]:
-    import numpy as np
 
     from scenemetrics.wireframe import as_wireframe
 
     if Path(path).suffix.lower() == ".npz":
-        with np.load(path, allow_pickle=False) as z:
-            if "vertices" not in z or "edges" not in z:
-                raise ValueError(f"{path}: the NPZ needs arrays 'vertices' and 'edges'.")
-            return [as_wireframe((z["vertices"], z["edges"]), name="gt")]
+        from scenemetrics.fileio import load_npz
+
+        z = load_npz(path)
+        if "vertices" not in z or "edges" not in z:
+            raise ValueError(f"{path}: the NPZ needs arrays 'vertices' and 'edges'.")
+        return [as_wireframe((z["vertices"], z["edges"]), name="gt")]
     data = json.loads(Path(path).read_text())
     houses = data if isinstance(data, list) else [data]
     return [as_wireframe(h, name=f"gt[{k}]" if isinstance(data, list) else "gt") for k, h in enumerate(houses)]

@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from scenemetrics.agreement._checks import comparison_table
+from scenemetrics.fileio import load_npz
 
 __all__ = ["Comparisons", "MetricScores", "read_comparisons", "read_human", "read_maps", "read_scores"]
 
@@ -85,14 +86,26 @@ def _suffix(path: str | os.PathLike) -> str:
 
 
 def _csv_rows(path: str | os.PathLike, required: tuple[str, ...], what: str) -> tuple[list[dict[str, str]], set[str]]:
-    with open(path, newline="", encoding="utf-8") as f:
+    # utf-8-sig: spreadsheets start their CSV files with a byte-order mark, which must not become part of a name
+    with open(path, newline="", encoding="utf-8-sig") as f:
         reader = csv.DictReader(f)
-        cols = {c.strip() for c in (reader.fieldnames or [])}
-        rows = [{(k or "").strip(): (v or "").strip() for k, v in r.items()} for r in reader]
+        try:
+            cols = {c.strip() for c in (reader.fieldnames or [])}
+            rows = [{(k or "").strip(): (v or "").strip() for k, v in r.items()} for r in reader]
+        except csv.Error as err:
+            raise ValueError(f"{os.fspath(path)}, line {reader.line_num}: not a CSV table ({err}).") from None
     missing = [c for c in required if c not in cols]
     if missing:
         raise ValueError(f"{os.fspath(path)}: the {what} CSV needs the columns {list(required)}; missing {missing}.")
     return rows, cols
+
+
+def _read_json(path: str | os.PathLike) -> Any:
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            return json.load(f)
+    except (json.JSONDecodeError, RecursionError) as err:  # RecursionError: nesting deeper than Python's stack
+        raise ValueError(f"{os.fspath(path)}: not valid JSON ({type(err).__name__}: {err}).") from None
 
 
 def _float(text: str, where: str) -> float:
@@ -124,8 +137,7 @@ def read_scores(path: str | os.PathLike) -> dict[str, MetricScores]:
     """
     p = os.fspath(path)
     if _suffix(path) == ".json":
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = _read_json(path)
         if not isinstance(data, Mapping) or not isinstance(data.get("metrics"), Mapping):
             raise ValueError(f'{p}: expected {{"metrics": {{name: {{"higher_is_better": ..., "scores": {{...}}}}}}}}.')
         out = {}
@@ -184,14 +196,16 @@ def read_human(path: str | os.PathLike, *, criterion: str | None = None) -> dict
     """
     p = os.fspath(path)
     if _suffix(path) == ".json":
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = _read_json(path)
         data = data.get("human", data) if isinstance(data, Mapping) else data
         if not isinstance(data, Mapping):
             raise ValueError(f'{p}: expected {{"human": {{item: score}}}}.')
         return {str(k): _float(str(v), f"{p}: human[{k!r}]") for k, v in data.items()}
-    with open(path, newline="", encoding="utf-8") as f:
-        header = {c.strip() for c in (csv.DictReader(f).fieldnames or [])}
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        try:
+            header = {c.strip() for c in (csv.DictReader(f).fieldnames or [])}
+        except csv.Error as err:
+            raise ValueError(f"{p}: not a CSV table ({err}).") from None
     if "human" in header:
         rows, cols = _csv_rows(path, ("item", "human"), "human-score")
         value_col = "human"
@@ -233,13 +247,12 @@ def read_comparisons(path: str | os.PathLike) -> Comparisons:
     """
     p = os.fspath(path)
     if _suffix(path) == ".npz":
-        with np.load(path, allow_pickle=False) as z:
-            if "comparisons" not in z:
-                raise ValueError(f"{p}: the NPZ needs an array 'comparisons' of rows (rater, house, i, j, y).")
-            return Comparisons.from_table(comparison_table(z["comparisons"], f"{p}: comparisons"))
+        z = load_npz(path)
+        if "comparisons" not in z:
+            raise ValueError(f"{p}: the NPZ needs an array 'comparisons' of rows (rater, house, i, j, y).")
+        return Comparisons.from_table(comparison_table(z["comparisons"], f"{p}: comparisons"))
     if _suffix(path) == ".json":
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = _read_json(path)
         if not isinstance(data, list) or not all(isinstance(r, Mapping) for r in data):
             raise ValueError(f'{p}: expected a list of {{"rater", "house", "a", "b", "y"}} objects.')
         rows = [{str(k): str(v) for k, v in r.items()} for r in data]
@@ -283,20 +296,20 @@ def read_maps(path: str | os.PathLike) -> tuple[list[np.ndarray], np.ndarray, li
     from scenemetrics.agreement.maps import human_map_from_masks
 
     p = os.fspath(path)
-    with np.load(path, allow_pickle=False) as z:
-        keys = set(z.files)
-        if "pred" in keys:
-            pred = list(np.asarray(z["pred"], dtype=np.float64))
-        else:
-            numbered = sorted((k for k in keys if k.startswith("pred_") and k[5:].isdigit()), key=lambda k: int(k[5:]))
-            if not numbered:
-                raise ValueError(f"{p}: the NPZ needs 'pred' (N, h, w) or 'pred_0', 'pred_1', ... maps.")
-            pred = [np.asarray(z[k], dtype=np.float64) for k in numbered]
-        if "human" in keys:
-            human = np.asarray(z["human"], dtype=np.float64)
-        elif "human_masks" in keys:
-            human = human_map_from_masks(z["human_masks"])
-        else:
-            raise ValueError(f"{p}: the NPZ needs 'human' (N, H, W) maps or 'human_masks' (N, R, H, W).")
-        groups = [str(g) for g in z["group"].reshape(-1)] if "group" in keys else None
+    z = load_npz(path)
+    keys = set(z)
+    if "pred" in keys:
+        pred = list(np.asarray(z["pred"], dtype=np.float64))
+    else:
+        numbered = sorted((k for k in keys if k.startswith("pred_") and k[5:].isdigit()), key=lambda k: int(k[5:]))
+        if not numbered:
+            raise ValueError(f"{p}: the NPZ needs 'pred' (N, h, w) or 'pred_0', 'pred_1', ... maps.")
+        pred = [np.asarray(z[k], dtype=np.float64) for k in numbered]
+    if "human" in keys:
+        human = np.asarray(z["human"], dtype=np.float64)
+    elif "human_masks" in keys:
+        human = human_map_from_masks(z["human_masks"])
+    else:
+        raise ValueError(f"{p}: the NPZ needs 'human' (N, H, W) maps or 'human_masks' (N, R, H, W).")
+    groups = [str(g) for g in z["group"].reshape(-1)] if "group" in keys else None
     return pred, human, groups

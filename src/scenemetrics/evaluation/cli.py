@@ -104,6 +104,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="NerfBaselines predictions folders or .tar.gz/.zip archives (named by their info.json)",
     )
     p.add_argument(
+        "--max-archive-size",
+        metavar="SIZE",
+        help="the most one predictions archive may unpack to, e.g. 100G (default: half the free space at --out, "
+        "at most 64G)",
+    )
+    p.add_argument(
         "--nerfstudio-config",
         nargs="+",
         default=[],
@@ -221,12 +227,21 @@ def _print_leaderboard(results_json: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from scenemetrics.evaluation.runner import EvalConfig, run_evaluation
+    from scenemetrics.evaluation.config import EvalConfig
+    from scenemetrics.evaluation.runner import run_evaluation
 
     if args.thumbnails < 0:
         raise _cli.CLIError(f"--thumbnails must be >= 0; received {args.thumbnails}")
     if args.root is None and not args.predictions and not args.nerfstudio_config:
         raise _cli.CLIError("nothing to evaluate: give --root DIR, --predictions PATH ... or --nerfstudio-config ...")
+    max_archive_bytes = None
+    if args.max_archive_size is not None:
+        from scenemetrics.evaluation.predictions import parse_size
+
+        try:
+            max_archive_bytes = parse_size(args.max_archive_size, "--max-archive-size")
+        except ValueError as err:
+            raise _cli.CLIError(str(err)) from None
     if not args.dry_run:
         _cli.random_weights_banner(args)
     elif args.random_weights and args.weights is not None:
@@ -238,6 +253,7 @@ def run(args: argparse.Namespace) -> int:
     config = EvalConfig(
         root=args.root,
         predictions=tuple(args.predictions),
+        max_archive_bytes=max_archive_bytes,
         nerfstudio_configs=tuple(args.nerfstudio_config),
         train_views=args.train_views,
         out=args.out,

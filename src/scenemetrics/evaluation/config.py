@@ -35,6 +35,8 @@ class EvalConfig:
         split: ns-render split.
         methods, scenes: restrict to these names (of the ``root`` tree).
         predictions: NerfBaselines predictions folders or archives, scored next to the ``root`` tree.
+        max_archive_bytes: the most bytes one predictions archive may unpack to (``None``: half the free space at
+            ``out``, at most 64 GiB).
         nerfstudio_configs: trained nerfstudio runs (``config.yml``), rendered on the ``split`` (default test).
         train_views: training views for scenes without them (``<dir>/<scene>/images/``, ``<dir>/<scene>/``, ``<dir>``).
         options: per-metric options, ``{"lpips": {"net": "vgg"}, ...}``.
@@ -74,6 +76,7 @@ class EvalConfig:
     strategy: str = "auto"
     quiet: bool = False
     predictions: Sequence[str | os.PathLike] = ()
+    max_archive_bytes: int | None = None
     train_views: str | os.PathLike | None = None
     nerfstudio_configs: Sequence[str | os.PathLike] = ()
 

@@ -55,6 +55,7 @@ __all__ = [
     "CameraEntry",
     "Unit",
     "View",
+    "check_output_folder",
     "detect_layout",
     "discover_units",
     "list_image_files",
@@ -347,6 +348,55 @@ def _read_unit(
     )
 
 
+_OUTPUT_FOLDERS = ("states", "report", "inputs")
+"""Sub-folders ``scenemetrics eval`` writes into its output folder (never scene folders)."""
+
+
+def check_output_folder(root: str | os.PathLike, out: str | os.PathLike, split: str | None = None) -> None:
+    """Refuse an output folder that is the results tree, one of its method folders or one of its scene folders.
+
+    The output folder is never scanned (nor is any folder holding an ``eval`` commit log or lock), so writing into a
+    method or scene folder would silently drop it from the evaluation. A folder elsewhere inside the tree (e.g.
+    ``<root>/_eval`` or ``<root>/results``) is fine.
+
+    Raises:
+        ValueError: ``out`` is ``root``, a method folder holding scene folders, or a scene folder of a known layout;
+            the message names it and suggests ``<root>/_eval``.
+    """
+    root_p = Path(root)
+    if root_p.is_dir():
+        _check_excluded(root_p, {Path(out).resolve()}, split)
+
+
+def _check_excluded(root: Path, excluded: set[Path], split: str | None) -> None:
+    top = root.resolve()
+    for ex in excluded:
+        if ex == top:
+            raise ValueError(
+                f"the output folder {ex} is the results tree itself; choose a folder that is not a method or a "
+                f"scene folder, e.g. {root / '_eval'} (names starting with _ or . are never scanned)"
+            )
+        if not ex.is_relative_to(top) or not ex.is_dir():
+            continue
+        depth = len(ex.relative_to(top).parts)
+        if depth == 1:
+            scenes = sorted(
+                d.name
+                for d in ex.iterdir()
+                if d.is_dir() and not _is_hidden(d) and d.name not in _OUTPUT_FOLDERS and detect_layout(d, split)
+            )
+            what = f"the method folder {ex.name!r} (it holds the scene folder(s) {_names(scenes)})" if scenes else ""
+        else:
+            scene = depth == 2 and detect_layout(ex, split) is not None
+            what = f"the scene folder {ex.relative_to(top).as_posix()!r}" if scene else ""
+        if what:
+            raise ValueError(
+                f"the output folder {ex} is {what}: as the output folder it would not be evaluated, and the "
+                f"leaderboard would lack it. Choose another output folder, e.g. {root / '_eval'} (names starting "
+                "with _ or . are never scanned) or one outside the tree"
+            )
+
+
 def _select(found: Sequence[str], wanted: Sequence[str] | None, what: str, root: Path) -> list[str]:
     if wanted is None:
         return list(found)
@@ -380,7 +430,8 @@ def discover_units(
             ``<dir>`` (e.g. the source dataset of 3DGS models).
         scenes: only these scenes (names must exist in at least one method).
         exclude: folders that are never a method or a scene, nor scanned (``scenemetrics eval`` passes its output
-            folder, which may lie inside ``root``).
+            folder, which may lie inside ``root``); one that is ``root`` itself, or a method or scene folder with
+            something to evaluate, is an error.
 
     Returns:
         The units. Folders whose names start with ``.`` or ``_`` are ignored, and so are the folders of
@@ -389,7 +440,8 @@ def discover_units(
 
     Raises:
         FileNotFoundError: ``root`` (or ``data``) is not a folder.
-        ValueError: unknown ``layout``, a requested method or scene that does not exist, or no unit at all.
+        ValueError: unknown ``layout``, a requested method or scene that does not exist, an ``exclude`` folder that
+            is the tree or a method or scene folder, or no unit at all.
     """
     if layout not in LAYOUTS:
         raise ValueError(f"`layout` must be one of {', '.join(LAYOUTS)}; received {layout!r}")
@@ -403,6 +455,7 @@ def discover_units(
     if train_p is not None and not train_p.is_dir():
         raise FileNotFoundError(f"`train_views` {os.fspath(train_views)!r} is not a folder")
     excluded = {Path(p).resolve() for p in exclude}
+    _check_excluded(root_p, excluded, split)
 
     def skip(d: Path) -> bool:
         return (

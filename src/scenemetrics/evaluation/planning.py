@@ -60,7 +60,13 @@ def _units(config: EvalConfig, out: Path) -> list[Unit]:
         )
     extra = []
     if config.predictions:
-        extra = read_predictions(config.predictions, out / "inputs", data=config.data, train_views=config.train_views)
+        extra = read_predictions(
+            config.predictions,
+            out / "inputs",
+            data=config.data,
+            train_views=config.train_views,
+            max_archive_bytes=config.max_archive_bytes,
+        )
     if config.nerfstudio_configs:
         from scenemetrics.evaluation.nerfstudio_source import render_nerfstudio
 

@@ -2,7 +2,9 @@
 
 One JSON line per evaluated unit is the commit point: the unit's metric states (``states/<method>/<scene>/<run>.pt``)
 and map thumbnails are written first (each atomically), then the line is appended. A run killed at any point loses
-only the units not yet committed.
+only the units not yet committed. Method and scene names come from folders and files (``info.json``), so on disk each
+is passed through :func:`scenemetrics.fileio.safe_name` (:func:`unit_folder`); the record keeps the real names next
+to the paths it wrote.
 
 Example:
     >>> import tempfile, pathlib
@@ -23,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scenemetrics.fileio import atomic_write_bytes
+from scenemetrics.fileio import atomic_write_bytes, safe_name
 from scenemetrics.jsonio import dumps, restore
 
 if TYPE_CHECKING:
@@ -37,6 +39,7 @@ __all__ = [
     "commit_unit",
     "latest_cells",
     "read_records",
+    "unit_folder",
 ]
 
 RESULTS_FILE = "results.jsonl"
@@ -121,20 +124,35 @@ def latest_cells(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], 
     return cells
 
 
+def unit_folder(method: str, scene: str) -> str:
+    """``"<method>/<scene>"`` as folders: each name through :func:`~scenemetrics.fileio.safe_name`.
+
+    Example:
+        >>> unit_folder("zipnerf", "mipnerf360-garden"), unit_folder("../..", "x")
+        ('zipnerf/mipnerf360-garden', '_._..-0cfd1c96/x')
+    """
+    return f"{safe_name(str(method))}/{safe_name(str(scene))}"
+
+
 def commit_unit(out: Path, payload: Mapping[str, Any], plan: Plan, rank: int) -> dict:
-    """Write a unit's states and thumbnails, then append its record (the commit); returns the record."""
+    """Write a unit's states and thumbnails, then append its record (the commit); returns the record.
+
+    The files go to ``states/<method>/<scene>/`` and ``report/thumbs/<method>/<scene>/`` with the names made safe
+    (:func:`unit_folder`); the record holds the real method and scene names and these relative paths.
+    """
     from scenemetrics import viz
 
     method, scene = payload["method"], payload["scene"]
     key = f"{method}/{scene}"
+    folder = unit_folder(method, scene)
     states_rel = None
     if payload["states"]:
-        states_rel = f"states/{method}/{scene}/{plan.run}.pt"
+        states_rel = f"states/{folder}/{plan.run}.pt"
         atomic_torch_save(dict(payload["states"]), out / states_rel)
     thumbs: dict[str, list[dict]] = {}
     for name, items in payload["thumbs"].items():
         for i, (view, image) in enumerate(items):
-            rel = f"report/thumbs/{method}/{scene}/{name}-{i:03d}.png"
+            rel = f"report/thumbs/{folder}/{safe_name(name)}-{i:03d}.png"
             viz.save_png(image, out / rel)
             thumbs.setdefault(name, []).append({"view": view, "file": rel})
     cells = {}
@@ -147,6 +165,7 @@ def commit_unit(out: Path, payload: Mapping[str, Any], plan: Plan, rank: int) ->
         "run": plan.run,
         "method": method,
         "scene": scene,
+        "folder": folder,
         "layout": payload["layout"],
         "inputs": plan.inputs[key],
         "num_views": payload["num_views"],

@@ -31,9 +31,9 @@ from typing import Any
 from urllib.parse import quote
 
 from scenemetrics.evaluation.config import RANDOM_BANNER, EvalConfig, EvalSummary
-from scenemetrics.evaluation.records import RESULTS_FILE, latest_cells, read_records
+from scenemetrics.evaluation.records import RESULTS_FILE, latest_cells, read_records, unit_folder
 from scenemetrics.evaluation.states import pooled_values
-from scenemetrics.fileio import atomic_write_bytes
+from scenemetrics.fileio import atomic_write_bytes, safe_name
 from scenemetrics.jsonio import restore
 from scenemetrics.registry import get_metric
 
@@ -103,7 +103,7 @@ def _pooled(
                     unit_states = []
                     for _, _, rel in sources:
                         if rel not in loaded:
-                            loaded[rel] = torch.load(out / rel, map_location="cpu", weights_only=True)
+                            loaded[rel] = torch.load(_inside(out, rel), map_location="cpu", weights_only=True)
                         unit_states.append(loaded[rel][name])
                     values = pooled_values(metrics.get(get_metric(name)), unit_states, name)
                 except Exception as err:
@@ -112,6 +112,14 @@ def _pooled(
             cache.setdefault(method, {})[name] = {"key": key, "values": values}
             pooled[method].update(values)
     return pooled, cache, notes
+
+
+def _inside(out: Path, rel: str) -> Path:
+    """``out / rel`` where ``rel`` (read from the commit log) stays inside ``out``; else ``ValueError``."""
+    path = (out / rel).resolve()
+    if not path.is_relative_to(out.resolve()):
+        raise ValueError(f"{RESULTS_FILE} names the file {rel!r}, which lies outside {out}; refused")
+    return path
 
 
 def _higher_is_better(name: str, metrics: Any) -> bool | None:
@@ -245,6 +253,7 @@ def finalize(config: EvalConfig, plan: Any, metrics: Any, summary: EvalSummary) 
             {
                 "method": r["method"],
                 "scene": r["scene"],
+                "folder": unit_folder(r["method"], r["scene"]),
                 "layout": r["layout"],
                 "views": r["views"],
                 "values": r["values"],
@@ -324,6 +333,8 @@ def _png_size(path: Path) -> tuple[int, int] | None:
 
 
 def _img(report_dir: Path, rel: str, alt: str) -> str:
+    if not (report_dir / rel).resolve().is_relative_to(report_dir.resolve()):  # a tampered commit log
+        return f"<span>{_esc(alt)}: not shown (its file {_esc(rel)} lies outside the report folder)</span>"
     size = _png_size(report_dir / rel)
     dims = f' width="{size[0]}" height="{size[1]}"' if size else ""
     return f'<img src="{quote(rel)}" alt="{_esc(alt)}"{dims} loading="lazy">'
@@ -378,14 +389,14 @@ def _violin_section(
             "no violin plots.</p>"
         )
     all_groups = [(m, [o["r"] for s in scenes for o in (objs.get((m, s)) or [])]) for m in methods]
-    rel = f"{name}_violin_all.png"
+    rel = f"{safe_name(name)}_violin_all.png"
     _violin(report_dir / rel, all_groups, f"{name}: per-object r, all scenes", "per-object r")
     parts.append(f'<div class="violins">{_img(report_dir, rel, f"{name} per-object violin plot, all scenes")}')
     for i, scene in enumerate(scenes):
         groups = [(m, [o["r"] for o in (objs.get((m, scene)) or [])]) for m in methods if (m, scene) in objs]
         if not any(v for _, v in groups):
             continue
-        rel = f"{name}_violin_{i:03d}.png"
+        rel = f"{safe_name(name)}_violin_{i:03d}.png"
         _violin(report_dir / rel, groups, f"{name}: per-object r, scene {scene}", "per-object r")
         parts.append(_img(report_dir, rel, f"{name} per-object violin plot, scene {scene}"))
     parts.append("</div>")

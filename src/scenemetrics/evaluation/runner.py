@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import shutil
 import sys
 import tempfile
 import warnings
@@ -44,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from scenemetrics.evaluation.config import EvalConfig, EvalSummary
-from scenemetrics.evaluation.layout import Unit
+from scenemetrics.evaluation.layout import Unit, check_output_folder
 from scenemetrics.evaluation.planning import Plan, make_plan
 from scenemetrics.evaluation.processes import FabricProcesses, LocalProcess, make_fabric
 from scenemetrics.evaluation.records import commit_unit
@@ -52,6 +53,10 @@ from scenemetrics.evaluation.unit import UnitMetrics, error_text, evaluate_unit_
 from scenemetrics.registry import MetricAdapter, check_metric_options, load_plugins, resolve_metrics
 
 __all__ = ["run_evaluation"]
+
+WORK_DIR = ".work"
+"""Scratch folder inside ``--out`` (random checkpoints, LPIPS's completed checkpoint): each rank's run removes its
+own; a killed run's leftovers are removed by the next run, under the output lock."""
 
 
 def run_evaluation(config: EvalConfig) -> EvalSummary | None:
@@ -121,7 +126,9 @@ def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
         summary = EvalSummary(
             out=Path(config.out), skipped_done=len(plan.units) - len(pending), unavailable=dict(unavailable)
         )
-        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="scenemetrics-eval-")))
+        out = Path(config.out)
+        (out / WORK_DIR).mkdir(parents=True, exist_ok=True)
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"rank{dist.rank}-", dir=out / WORK_DIR)))
         talk = rank0 and not config.quiet
         metrics = UnitMetrics(config, dist.device, work, announce=talk)
         outcomes = _evaluate_in_rounds(dist, config, plan, pending, entries, metrics, summary, stack, talk)
@@ -180,7 +187,12 @@ def _plan(
     if dist.rank == 0:
         try:
             if not config.dry_run:
-                stack.enter_context(_out_lock(Path(config.out)))
+                out = Path(config.out)
+                if config.root is not None:  # before the lock file marks the folder as an output folder
+                    check_output_folder(config.root, out, config.split)
+                stack.enter_context(_out_lock(out))
+                # scratch files of a run that was killed (SIGKILL skips every cleanup): ours now, under the lock
+                shutil.rmtree(out / WORK_DIR, ignore_errors=True)
             for name, why in unavailable.items():
                 warnings.warn(f"metric {name!r} is unavailable and is not evaluated: {why}", UserWarning, stacklevel=4)
             plan = make_plan(config, entries, unavailable)

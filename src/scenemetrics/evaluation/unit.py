@@ -117,35 +117,23 @@ class UnitMetrics:
 
 
 def _load_mask(path: Path, shape: Any) -> Any:
-    """A mask image as ``(1, H, W)`` float in [0, 1] (any mode, converted to grey), the size of the render."""
-    import numpy as np
-    import torch
-    from PIL import Image
+    """A mask image as ``(1, H, W)`` float in [0, 1] (any mode, 8/16-bit or float, as grey), the size of the render."""
+    from scenemetrics.image import read_mask
 
-    with Image.open(path) as im:
-        arr = np.asarray(im.convert("L"), dtype=np.uint8).copy()
-    if arr.shape != tuple(shape[-2:]):
-        raise ValueError(f"mask {path} is {arr.shape[1]}x{arr.shape[0]}; the render is {shape[-1]}x{shape[-2]}")
-    return torch.from_numpy(arr)[None].float().div_(255.0)
+    mask = read_mask(path)
+    if tuple(mask.shape[-2:]) != tuple(shape[-2:]):
+        raise ValueError(f"mask {path} is {mask.shape[-1]}x{mask.shape[-2]}; the render is {shape[-1]}x{shape[-2]}")
+    return mask
 
 
 def _load_image(path: Path, background: str | None, notes: list[str]) -> Any:
-    import numpy as np
-    import torch
-    from PIL import Image
+    """The image as ``(3, H, W)`` float in [0, 1] through the one reader (:func:`scenemetrics.image.read_image`)."""
+    from scenemetrics.image import read_image_with_alpha
 
-    with Image.open(path) as im:
-        has_alpha = im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info)
-        if has_alpha and background is not None:
-            rgba = im.convert("RGBA")
-            canvas = Image.new("RGBA", rgba.size, (255, 255, 255, 255) if background == "white" else (0, 0, 0, 255))
-            im_rgb = Image.alpha_composite(canvas, rgba).convert("RGB")
-        else:
-            if has_alpha and "alpha" not in notes:
-                notes.append("alpha")
-            im_rgb = im.convert("RGB")
-        arr = np.asarray(im_rgb, dtype=np.uint8).copy()
-    return torch.from_numpy(arr).permute(2, 0, 1).float().div_(255.0)
+    image, has_alpha = read_image_with_alpha(path, background=background)
+    if has_alpha and background is None and "alpha" not in notes:
+        notes.append("alpha")
+    return image
 
 
 def _thumbnail(render: Any, sim_map: Any, height: int, name: str = "map", view: str = "") -> Any:

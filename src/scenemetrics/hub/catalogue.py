@@ -91,6 +91,9 @@ _REGISTRY: dict[str, Checkpoint] = {
             "https://github.com/enesmsahin/simple-lama-inpainting/releases/download/v0.1.0/big-lama.pt",
         ),
         description="big-LaMa TorchScript export (lama-cleaner / IOPaint)",
+        # IOPaint pins the md5; the sha256 of that same 205,669,692-byte file is the one LaMa users pin (TorchScript
+        # runs code at load, so LaMaInpainter loads no other file without trust_file=True)
+        sha256="344c77bbcb158f17dd143070d1e789f38a66c04202311ae3a258ef66667a9ea9",
         md5="e3aa4aaa15225a33ec84f9f4bc47e500",
     ),
 }

@@ -43,6 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--lama-weights", metavar="PATH", default=None, help="big-lama.pt file or its folder")
     p.add_argument(
+        "--i-trust-this-file",
+        action="store_true",
+        help="load a --lama-weights file that is not the published big-lama.pt: TorchScript runs code stored in "
+        "the file when it is loaded, so only do this for a file you made or trust",
+    )
+    p.add_argument(
         "--diffusers-model",
         metavar="ID_OR_DIR",
         default="stable-diffusion-v1-5/stable-diffusion-inpainting",
@@ -75,7 +81,7 @@ def build_inpainter(args: argparse.Namespace, device: Any) -> Any:
     if args.inpainter == "opencv":
         return OpenCVInpainter()
     if args.inpainter == "lama":
-        lama = LaMaInpainter(weights_path=args.lama_weights, device=device)
+        lama = LaMaInpainter(weights_path=args.lama_weights, device=device, trust_file=args.i_trust_this_file)
         try:
             lama.load()
         except hub.WeightsNotFoundError as err:
@@ -106,7 +112,6 @@ def list_references(folder: str) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    import tempfile
 
     random_weights = _cli.random_weights_banner(args)
     if args.inpainter is None:
@@ -116,11 +121,11 @@ def run(args: argparse.Namespace) -> int:
             f"--random-weights replaces the PuzzleSim backbone only; --inpainter {args.inpainter} has no random "
             "stand-in (use --inpainter opencv)"
         )
-    with tempfile.TemporaryDirectory(prefix="scenemetrics-inpaint-") as tmp:
-        if random_weights:
+    with _cli.scratch_dir(random_weights, "scenemetrics-inpaint-") as tmp:
+        if tmp is not None:
             from scenemetrics.puzzlesim import random_checkpoint
 
-            args.weights = str(random_checkpoint(args.backbone, Path(tmp) / f"{args.backbone}-random.pth"))
+            args.weights = str(random_checkpoint(args.backbone, tmp / f"{args.backbone}-random.pth"))
         code = _run(args)
     if random_weights:
         print(_cli.RANDOM_BANNER, file=sys.stderr)

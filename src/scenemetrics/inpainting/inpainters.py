@@ -206,15 +206,47 @@ class OpenCVInpainter:
 
 
 # ------------------------------------------------------------------------------------------------ LaMa
+def _check_published_torchscript(data: bytes, path: Any, key: str) -> None:
+    """``ValueError`` unless ``data`` carries every hash the hub publishes for ``key`` (TorchScript runs at load)."""
+    import hashlib
+
+    from scenemetrics import hub
+
+    ckpt = hub.CHECKPOINTS[key]
+    sha256 = hashlib.sha256(data).hexdigest()
+    wanted = [("sha256", ckpt.sha256, sha256), ("md5", ckpt.md5, None)]
+    if ckpt.sha256 is None and ckpt.sha256_prefix is not None:
+        wanted[0] = ("sha256", ckpt.sha256_prefix, sha256[: len(ckpt.sha256_prefix)])
+    published = [(algo, want.lower(), got) for algo, want, got in wanted if want is not None]
+    ok = bool(published)
+    for algo, want, got in published:
+        got = got if got is not None else hashlib.new(algo, data).hexdigest()
+        ok = ok and got == want
+    if not ok:
+        expected = next((f"{algo} {want}" for algo, want, _ in published), "none published")
+        raise ValueError(
+            f"refusing to load {os.fspath(path)!r}: it is TorchScript, and loading TorchScript runs code stored in the "
+            f"file; only the published {ckpt.filename} ({ckpt.url}, {expected}) is loaded without your say-so, and "
+            f"this file's sha256 is {sha256}. If you trust where it comes from (e.g. your own export), pass "
+            "trust_file=True (CLI: --i-trust-this-file)."
+        )
+
+
 class LaMaInpainter:
     """big-LaMa (Suvorov et al., WACV 2022), the PuzzleSim paper's inpainter, as the TorchScript export of
     lama-cleaner / IOPaint.
 
-    The checkpoint ``big-lama.pt`` (about 206 MB) is found through :func:`scenemetrics.hub.resolve_weights` under
-    the key ``"inpainting/big-lama"``: ``weights_path`` (a file used as given, or a folder holding ``big-lama.pt``),
-    then ``$SCENEMETRICS_HOME/inpainting/big-lama.pt``, then a download verified with the md5 IOPaint pins
-    (``SCENEMETRICS_OFFLINE=1`` forbids it). It is loaded on first use with
-    ``torch.jit.load(path, map_location=device)`` in ``eval()``.
+    The checkpoint ``big-lama.pt`` (205,669,692 bytes) is found through :func:`scenemetrics.hub.resolve_weights`
+    under the key ``"inpainting/big-lama"``: ``weights_path`` (a file used as given, or a folder holding
+    ``big-lama.pt``), then ``$SCENEMETRICS_HOME/inpainting/big-lama.pt``, then a download (``SCENEMETRICS_OFFLINE=1``
+    forbids it). It is loaded on first use with ``torch.jit.load(..., map_location=device)`` in ``eval()``.
+
+    **Only the published file is loaded.** Loading TorchScript runs code stored in the file (a module's
+    ``__setstate__`` runs at load, before any inpainting), so the file is read once into memory and its sha256
+    must be that of the published ``big-lama.pt`` (``344c77bb...``, the file whose md5 IOPaint pins), whatever way
+    it was found; any other file is refused with a ``ValueError`` naming both hashes, unless ``trust_file=True``
+    (CLI: ``--i-trust-this-file``) says you vouch for it (e.g. your own export). The bytes that were hashed are the
+    bytes that are loaded.
 
     Call conventions (those of the public LaMa wrappers): the mask is binarised (``mask > 0`` -> 1), image and mask
     are padded at the bottom/right to a multiple of 8 with symmetric reflection (:func:`pad_symmetric`), the model
@@ -226,10 +258,12 @@ class LaMaInpainter:
         weights_path: ``big-lama.pt`` file or a folder holding it (default: the hub cache, downloading once).
         device: where the model runs; ``None``: the device of each call's image.
         max_batch: images per forward pass (>= 1).
+        trust_file: load a TorchScript file whose sha256 is not the published one (it can run any code).
 
     Raises:
         scenemetrics.hub.WeightsNotFoundError: the checkpoint cannot be found or downloaded (on first use).
-        ValueError: the file is not a TorchScript module, or bad arguments.
+        ValueError: the file is not the published ``big-lama.pt`` and ``trust_file`` is false, it is not a
+            TorchScript module, or bad arguments.
 
     Example:
         >>> import os, tempfile, torch
@@ -238,7 +272,7 @@ class LaMaInpainter:
         ...         return image * (1 - mask) + 0.5 * mask
         >>> path = os.path.join(tempfile.mkdtemp(), "big-lama.pt")
         >>> torch.jit.script(Stub()).save(path)
-        >>> lama = LaMaInpainter(weights_path=path)
+        >>> lama = LaMaInpainter(weights_path=path, trust_file=True)  # our own file, not the published one
         >>> mask = torch.zeros(1, 1, 13, 21)
         >>> mask[..., 2:5, 3:9] = 1
         >>> out = lama(torch.rand(1, 3, 13, 21), mask)
@@ -251,35 +285,49 @@ class LaMaInpainter:
         weights_path: str | os.PathLike | None = None,
         device: torch.device | str | None = None,
         max_batch: int = 1,
+        *,
+        trust_file: bool = False,
     ) -> None:
+        if not isinstance(trust_file, bool):
+            raise ValueError(f"`trust_file` must be a bool; received {trust_file!r}")
         self.weights_path = weights_path
         self.device = None if device is None else torch.device(device)
         self.max_batch = check_max_batch(max_batch)
         if self.max_batch is None:
             raise ValueError("`max_batch` must be an int >= 1; received None")
+        self.trust_file = trust_file
         self._models: dict[str, torch.jit.ScriptModule] = {}
 
     def __repr__(self) -> str:
-        return f"LaMaInpainter(weights_path={self.weights_path!r}, device={self.device}, max_batch={self.max_batch})"
+        trust = ", trust_file=True" if self.trust_file else ""
+        return (
+            f"LaMaInpainter(weights_path={self.weights_path!r}, device={self.device}, max_batch={self.max_batch}"
+            f"{trust})"
+        )
 
     def load(self, device: torch.device | str | None = None) -> torch.jit.ScriptModule:
-        """Resolve, load (once per device) and return the TorchScript model in ``eval()``.
+        """Resolve, check (see the class docstring), load (once per device) and return the model in ``eval()``.
 
-        Call it early to fail fast when the weights are missing (the CLI does).
+        Call it early to fail fast when the weights are missing or refused (the CLI does).
         """
+        import io
+
         from scenemetrics import hub
 
         dev = torch.device(device) if device is not None else (self.device or torch.device("cpu"))
         key = str(dev)
         if key not in self._models:
             path = hub.resolve_weights("inpainting/big-lama", self.weights_path)
+            data = path.read_bytes()  # hashed and loaded from the same bytes: no swap in between
+            if not self.trust_file:
+                _check_published_torchscript(data, path, "inpainting/big-lama")
             try:
                 with warnings.catch_warnings():
                     # the published checkpoint only exists as TorchScript: torch's deprecation notice is not actionable
                     warnings.filterwarnings(
                         "ignore", message=".*torch.jit.load.* is deprecated", category=FutureWarning
                     )
-                    model = torch.jit.load(str(path), map_location=dev)
+                    model = torch.jit.load(io.BytesIO(data), map_location=dev)
             except Exception as err:
                 raise ValueError(
                     f"could not load {os.fspath(path)!r} as the big-LaMa TorchScript export (big-lama.pt of "

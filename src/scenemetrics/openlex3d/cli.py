@@ -38,6 +38,7 @@ from scenemetrics.cliutils import (
     progress,
     resolve_device,
 )
+from scenemetrics.fileio import safe_name
 
 DATASETS = ("replica", "scannetpp", "hm3d")  # scenemetrics.openlex3d.datasets.DATASETS, without importing numpy
 
@@ -81,6 +82,22 @@ def register(subparsers: Any) -> None:
     )
     _ap_range_arg(ret)
     ret.set_defaults(func=run, _parser=ret)
+    for task in (seg, ret):
+        _keep_values_given_before(task)
+
+
+def _keep_values_given_before(task: argparse.ArgumentParser) -> None:
+    """Options given before TASK (``eval --out F segmentation``) must not be reset to the task parser's defaults.
+
+    argparse copies every option of a sub-command's namespace over the parent's, defaults included; with
+    ``SUPPRESS`` defaults an option the task's own arguments leave out keeps the parent's value (or the parent's
+    default). The task's "one of" groups are checked after parsing (:func:`_check_required`), across both places.
+    """
+    for action in task._actions:
+        if action.dest != "help":
+            action.default = argparse.SUPPRESS
+    for group in task._mutually_exclusive_groups:
+        group.required = False
 
 
 def _ap_range_arg(p: argparse.ArgumentParser) -> None:
@@ -149,6 +166,12 @@ def run(args: argparse.Namespace) -> int:
             args._parser.print_help(sys.stderr)
             return 2
         args.task = "benchmark"
+    try:
+        _check_required(args)
+    except CLIError as err:  # a missing required option is a usage error, as argparse reports it
+        args._parser.print_usage(sys.stderr)
+        print(f"{args._parser.prog}: error: {err}", file=sys.stderr)
+        return 2
     _check_gt_args(args)
     devices = _num_devices(args.devices)
     config = {k: v for k, v in vars(args).items() if k not in ("func", "_parser")}
@@ -189,10 +212,20 @@ def _launch_distributed(config: dict[str, Any], devices: int) -> int:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _check_gt_args(args: argparse.Namespace) -> None:
-    """Exactly one ground-truth source: ``--gt-root``, or ``--dataset`` with ``--dataset-root`` and ``--labels``."""
+def _check_required(args: argparse.Namespace) -> None:
+    """The options a task needs, wherever on the command line they were given (before or after TASK)."""
+    if args.task == "segmentation" and args.text_features is None and not args.clip:
+        raise CLIError("segmentation needs prompt embeddings: --text-features FILE or --clip")
+    if args.task == "retrieval" and args.query_features is None and not args.clip:
+        raise CLIError("retrieval needs query embeddings: --query-features FILE or --clip")
+    if args.clip and (args.text_features is not None or args.query_features is not None):
+        raise CLIError("--clip encodes the texts itself: give it or --text-features / --query-features, not both")
     if args.pred_root is None:
         raise CLIError("--pred DIR is required (the prediction folders, one per scene)")
+
+
+def _check_gt_args(args: argparse.Namespace) -> None:
+    """Exactly one ground-truth source: ``--gt-root``, or ``--dataset`` with ``--dataset-root`` and ``--labels``."""
     benchmark = [getattr(args, k) for k in ("dataset", "dataset_root", "labels")]
     if args.gt_root is not None and any(v is not None for v in benchmark):
         raise CLIError("give either --gt-root or --dataset/--dataset-root/--labels, not both")
@@ -273,12 +306,12 @@ def _require(path: Path) -> Path:
 
 
 def _features_by_text(path: Path, texts: list[str], what: str) -> Any:
-    import numpy as np
+    from scenemetrics.fileio import load_npz
 
-    with np.load(path) as data:
-        if "texts" not in data or "features" not in data:
-            raise CLIError(f"{path}: an .npz of {what} needs arrays `texts` and `features`")
-        keys, feats = [str(t) for t in data["texts"]], data["features"]
+    data = load_npz(path)
+    if "texts" not in data or "features" not in data:
+        raise CLIError(f"{path}: an .npz of {what} needs arrays `texts` and `features`")
+    keys, feats = [str(t) for t in data["texts"]], data["features"]
     if feats.ndim != 2 or len(keys) != len(feats):
         raise CLIError(f"{path}: `features` must be (len(texts), D); received {feats.shape} for {len(keys)} texts")
     row = {t: i for i, t in enumerate(keys)}
@@ -299,14 +332,14 @@ def _encode(config: dict[str, Any], texts: list[str], device: Any) -> Any:
 
 
 def _prompt_features(config: dict[str, Any], prompts: list[str], device: Any) -> Any:
-    import numpy as np
+    from scenemetrics.fileio import load_npy
 
     if config["clip"]:
         return _encode(config, prompts, device)
     path = _require(Path(config["text_features"]))
     if path.suffix == ".npz":
         return _features_by_text(path, prompts, "prompt")
-    feats = np.load(path)
+    feats = load_npy(path)
     if feats.ndim != 2 or len(feats) != len(prompts):
         raise CLIError(
             f"{path}: expected ({len(prompts)}, D) prompt embeddings, one per prompt; received {feats.shape}"
@@ -487,10 +520,10 @@ def _evaluate_segmentation(config: dict[str, Any], fabric: Any) -> dict[str, Any
                 topn_metrics[n].update_from_result(iou)
                 entry[f"top_{n}_iou"] = {k: _json_value(v) for k, v in iou.ious.items()}
             if config["viz"]:
-                base = Path(config["viz"]) / f"{scene}_top{n}"
-                save_category_ply(base.with_suffix(".ply"), gt_points, res.point_categories)
+                base = Path(config["viz"]) / safe_name(f"{scene}_top{n}")
+                save_category_ply(base.with_name(base.name + ".ply"), gt_points, res.point_categories)
                 save_category_png(
-                    base.with_suffix(".png"),
+                    base.with_name(base.name + ".png"),
                     gt_points,
                     res.point_categories,
                     title=f"OpenLex3D {scene}: Top-{n} category of each ground-truth point (top-down view)",

@@ -25,6 +25,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from scenemetrics.checks import check_positive
+from scenemetrics.fileio import check_count, load_npy, load_npz
 from scenemetrics.types import TensorOrArray
 
 from ._checks import check_int_array, check_points
@@ -119,7 +120,7 @@ def _xyz(arr: np.ndarray, fields: dict[str, np.dtype], path: Path) -> np.ndarray
     return np.stack([arr[c] for c in "xyz"], axis=1).astype(dtype.newbyteorder("="), copy=False)
 
 
-def _read_pcd(f: BinaryIO, path: Path) -> np.ndarray:
+def _read_pcd(f: BinaryIO, path: Path, size: int) -> np.ndarray:
     header: dict[str, list[str]] = {}
     for line in _read_header(f, ("DATA",), path):
         if line and not line.startswith("#"):
@@ -131,8 +132,8 @@ def _read_pcd(f: BinaryIO, path: Path) -> np.ndarray:
     counts = [int(c) for c in header.get("COUNT", ["1"] * len(names))]
     if not names or not (len(names) == len(sizes) == len(types) == len(counts)):
         raise ValueError(f"{path}: PCD header needs FIELDS, SIZE, TYPE (and COUNT) of equal length")
-    n = (
-        int(header.get("POINTS", [0])[0])
+    declared = (
+        header.get("POINTS", ["0"])[0]
         if "POINTS" in header
         else int(header["WIDTH"][0]) * int(header.get("HEIGHT", ["1"])[0])
     )
@@ -141,12 +142,19 @@ def _read_pcd(f: BinaryIO, path: Path) -> np.ndarray:
         dtypes = [np.dtype("<" + _PCD_TYPES[(t.upper(), s)]) for t, s in zip(types, sizes, strict=True)]
     except KeyError as err:
         raise ValueError(f"{path}: unsupported PCD field type/size {err.args[0]}") from None
+    if any(c < 1 for c in counts):
+        raise ValueError(f"{path}: PCD COUNT values must be >= 1; received {counts}")
     fields = dict(zip(names, dtypes, strict=True))
-    if mode == "binary_compressed":
-        return _xyz(_pcd_compressed_columns(f, names, dtypes, counts, n, path), fields, path)  # type: ignore[arg-type]
+    available = size - f.tell()
+    width = sum(counts)
+    # the fewest bytes one point takes: its binary record, or one digit and a separator per ASCII value
+    per_point = 2 * width if mode == "ascii" else sum(dt.itemsize * c for dt, c in zip(dtypes, counts, strict=True))
+    compressed = mode == "binary_compressed"
+    n = check_count(declared, path=path, what="points", min_bytes=0 if compressed else per_point, available=available)
+    if compressed:
+        return _xyz(_pcd_compressed_columns(f, names, dtypes, counts, n, path, available), fields, path)  # type: ignore[arg-type]
     if mode == "ascii":
         tokens = f.read().decode("ascii", errors="replace").split()
-        width = sum(counts)
         values = np.array(tokens[: n * width], dtype=np.float64)
         if values.size != n * width:
             raise ValueError(f"{path}: expected {n} points of {width} values, found {values.size} values")
@@ -165,8 +173,12 @@ def _read_pcd(f: BinaryIO, path: Path) -> np.ndarray:
     return _xyz(np.frombuffer(data, dtype=record, count=n), fields, path)  # type: ignore[arg-type]
 
 
+_LZF_MAX_RATIO = 100
+"""LZF expands at most about 88 times (a 3-byte back-reference copies at most 264 bytes): a bound on a body's size."""
+
+
 def _pcd_compressed_columns(
-    f: BinaryIO, names: list[str], dtypes: list[np.dtype], counts: list[int], n: int, path: Path
+    f: BinaryIO, names: list[str], dtypes: list[np.dtype], counts: list[int], n: int, path: Path, available: int
 ) -> dict[str, np.ndarray]:
     """The fields of a ``DATA binary_compressed`` body: two uint32 sizes, then LZF data stored field by field."""
     try:
@@ -182,6 +194,16 @@ def _pcd_compressed_columns(
     expected = n * sum(dt.itemsize * c for dt, c in zip(dtypes, counts, strict=True))
     if size != expected:
         raise ValueError(f"{path}: binary_compressed PCD declares {size} bytes of data; {n} points need {expected}")
+    if compressed_size > available - 8:
+        raise ValueError(
+            f"{path}: truncated binary_compressed PCD ({max(available - 8, 0)} of the {compressed_size} compressed "
+            "bytes it declares)"
+        )
+    if size > _LZF_MAX_RATIO * compressed_size + 64:
+        raise ValueError(
+            f"{path}: binary_compressed PCD declares {n} points ({size} bytes) in {compressed_size} compressed bytes, "
+            f"more than LZF can expand to (at most about {_LZF_MAX_RATIO} times)"
+        )
     payload = f.read(compressed_size)
     if len(payload) < compressed_size:
         raise ValueError(f"{path}: truncated binary_compressed PCD ({len(payload)} of {compressed_size} bytes)")
@@ -196,12 +218,13 @@ def _pcd_compressed_columns(
     return columns
 
 
-def _read_ply(f: BinaryIO, path: Path) -> np.ndarray:
+def _read_ply(f: BinaryIO, path: Path, size: int) -> np.ndarray:
     lines = _read_header(f, ("end_header",), path)
     if lines[0] != "ply":
         raise ValueError(f"{path}: not a PLY file (first line {lines[0]!r})")
     fmt = None
-    elements: list[tuple[str, int, list[tuple[str, str | None]]]] = []  # name, count, [(prop, type|None=list)]
+    elements: list[tuple[str, str, list[tuple[str, str | None]]]] = []  # name, count, [(prop, type|None=list)]
+    list_sizes: dict[tuple[str, str], int] = {}  # (element, list property) -> bytes of its length field
     for line in lines[1:]:
         parts = line.split()
         if not parts or parts[0] in ("comment", "obj_info", "end_header"):
@@ -209,11 +232,14 @@ def _read_ply(f: BinaryIO, path: Path) -> np.ndarray:
         if parts[0] == "format":
             fmt = parts[1]
         elif parts[0] == "element":
-            elements.append((parts[1], int(parts[2]), []))
+            elements.append((parts[1], parts[2], []))
         elif parts[0] == "property":
             if not elements:
                 raise ValueError(f"{path}: property before any element")
             if parts[1] == "list":
+                if len(parts) != 5 or parts[2] not in _PLY_TYPES:
+                    raise ValueError(f"{path}: malformed list property {line!r}")
+                list_sizes[(elements[-1][0], parts[-1])] = np.dtype(_PLY_TYPES[parts[2]]).itemsize
                 elements[-1][2].append((parts[-1], None))
             else:
                 if parts[1] not in _PLY_TYPES:
@@ -222,8 +248,15 @@ def _read_ply(f: BinaryIO, path: Path) -> np.ndarray:
     if fmt not in ("ascii", "binary_little_endian", "binary_big_endian"):
         raise ValueError(f"{path}: unsupported PLY format {fmt!r}")
     endian = "<" if fmt == "binary_little_endian" else ">"
-    for name, count, props in elements:
+    for name, declared, props in elements:
         has_list = any(t is None for _, t in props)
+        # the fewest bytes one row takes: one digit and a separator per ASCII value (a list at least its length),
+        # or the binary record (a list at least its length field)
+        if fmt == "ascii":
+            row = 2 * max(len(props), 1)
+        else:
+            row = sum(np.dtype(t).itemsize if t is not None else list_sizes[(name, p)] for p, t in props)
+        count = check_count(declared, path=path, what=f"{name!r} elements", min_bytes=row, available=size - f.tell())
         if name == "vertex":
             if has_list:
                 raise ValueError(f"{path}: list properties on the vertex element are not supported")
@@ -263,9 +296,10 @@ def read_point_cloud(path: str | os.PathLike) -> np.ndarray:
     suffix = p.suffix.lower()
     if suffix not in (".pcd", ".ply"):
         raise ValueError(f"{p}: unknown point cloud extension {suffix!r} (expected .pcd or .ply)")
+    size = p.stat().st_size
     with open(p, "rb") as f:
         try:
-            return _read_pcd(f, p) if suffix == ".pcd" else _read_ply(f, p)
+            return _read_pcd(f, p, size) if suffix == ".pcd" else _read_ply(f, p, size)
         except (ValueError, IndexError, KeyError) as err:
             if str(p) in str(err):
                 raise
@@ -302,8 +336,8 @@ def load_prediction_folder(folder: str | os.PathLike) -> tuple[np.ndarray, np.nd
         if not (d / name).is_file():
             raise FileNotFoundError(f"{d / name}: missing prediction file")
     points = read_point_cloud(_prediction_cloud(d))
-    features = np.load(d / "embeddings.npy")
-    index = np.load(d / "index.npy")
+    features = load_npy(d / "embeddings.npy")
+    index = load_npy(d / "index.npy")
     if index.ndim != 1 or len(index) != len(points):
         raise ValueError(f"{d / 'index.npy'}: must hold one index per point ({len(points)}); received {index.shape}")
     return points, features, index
@@ -315,11 +349,11 @@ def load_gt_cloud(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     Raises:
         ValueError: missing arrays or wrong shapes/dtypes; the message names the file.
     """
-    with np.load(path) as data:
-        missing = [k for k in ("points", "object_ids") if k not in data]
-        if missing:
-            raise ValueError(f"{os.fspath(path)}: missing array(s) {missing} (expected points and object_ids)")
-        points, ids = data["points"], data["object_ids"]
+    data = load_npz(path)
+    missing = [k for k in ("points", "object_ids") if k not in data]
+    if missing:
+        raise ValueError(f"{os.fspath(path)}: missing array(s) {missing} (expected points and object_ids)")
+    points, ids = data["points"], data["object_ids"]
     try:
         check_points(points, "points")
         check_int_array(ids, "object_ids", len(points))

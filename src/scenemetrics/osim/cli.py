@@ -29,6 +29,8 @@ from scenemetrics.cliutils import (
     progress,
     random_weights_banner,
     resolve_device,
+    scratch_dir,
+    unit_interval,
     write_json,
 )
 
@@ -60,8 +62,12 @@ def register(subparsers: Any) -> None:
         default=None,
         help=f"YOLOX variant ({_VARIANTS}; default yolox_x, or yolox_nano with --random-weights)",
     )
-    p.add_argument("--conf", type=float, default=0.35, help="detection confidence threshold (default 0.35)")
-    p.add_argument("--nms", type=float, default=0.45, help="class-agnostic NMS IoU threshold (default 0.45)")
+    p.add_argument(
+        "--conf", type=unit_interval, default=0.35, help="detection confidence threshold in [0, 1] (default 0.35)"
+    )
+    p.add_argument(
+        "--nms", type=unit_interval, default=0.45, help="class-agnostic NMS IoU threshold in [0, 1] (default 0.45)"
+    )
     p.add_argument("--layer", default="dark5", choices=_LAYERS, help="feature map compared (default dark5)")
     p.add_argument("--saliency", default="gbvs", choices=("gbvs", "uniform"), help="object weights (default gbvs)")
     p.add_argument(
@@ -154,13 +160,11 @@ def _parse_devices(devices: str) -> int | str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="scenemetrics-osim-") as tmp:
-        return _run(args, Path(tmp))
+    with scratch_dir(getattr(args, "random_weights", False), "scenemetrics-osim-") as tmp:
+        return _run(args, tmp)
 
 
-def _run(args: argparse.Namespace, tmp: Path) -> int:
+def _run(args: argparse.Namespace, tmp: Path | None) -> int:
     import torch
 
     from scenemetrics.osim.checkpoints import normalize_variant
@@ -198,6 +202,7 @@ def _run(args: argparse.Namespace, tmp: Path) -> int:
     weights = args.weights
     quiet = args.quiet or rank != 0
     if random_weights:
+        assert tmp is not None  # created for --random-weights
         announce(f"building a random {variant} detector ...", quiet=quiet)
         weights = str(random_checkpoint(variant, tmp / f"{variant}-random.pth"))
     announce(f"loading the {variant} detector ...", quiet=quiet)

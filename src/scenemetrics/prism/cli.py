@@ -18,11 +18,10 @@ import argparse
 import contextlib
 import json
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from scenemetrics.cliutils import RANDOM_BANNER, CLIError, announce, resolve_device, show_progress
+from scenemetrics.cliutils import RANDOM_BANNER, CLIError, announce, resolve_device, scratch_dir, show_progress
 from scenemetrics.jsonio import dumps
 
 __all__ = ["register", "run_build_dataset", "run_embed", "run_evaluate_head", "run_train_head"]
@@ -314,7 +313,6 @@ def run_build_dataset(args: argparse.Namespace) -> int:
 
 def run_evaluate_head(args: argparse.Namespace) -> int:
     """``scenemetrics prism evaluate-head``."""
-    from pathlib import Path
 
     from scenemetrics.prism.head import ProjectionHead
     from scenemetrics.prism.viewmatch.evaluate import head_discriminability, json_ready, plot_distance_histogram
@@ -398,13 +396,13 @@ def run_embed(args: argparse.Namespace) -> int:
         raise CLIError("--weights and --random-weights exclude each other; pass one of them")
     device = resolve_device(None if args.device in (None, "auto") else args.device)
     head = ProjectionHead.load(args.head) if args.head is not None else None
-    with tempfile.TemporaryDirectory(prefix="scenemetrics-prism-") as tmp:
+    with scratch_dir(args.random_weights, "scenemetrics-prism-") as tmp:
         model = args.model
-        if args.random_weights:
+        if tmp is not None:
             from scenemetrics.prism.random import random_checkpoint
 
             print(RANDOM_BANNER, file=sys.stderr)
-            model = str(random_checkpoint(Path(tmp) / "zero123-random"))
+            model = str(random_checkpoint(tmp / "zero123-random"))
         announce(f"loading the Zero123 model {model or 'ashawkey/zero123-xl-diffusers'} ...", quiet=args.no_progress)
         return _embed(args, model, device, head)
 

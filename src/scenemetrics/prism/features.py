@@ -505,8 +505,12 @@ def prism_distance(
 def load_view(path: str | os.PathLike, image_size: int = 256) -> Tensor:
     """Read a view for PRISM: RGBA composited onto white, resized (LANCZOS) to ``image_size`` if needed.
 
+    The file is read by :func:`scenemetrics.image.read_image` (8/16-bit, palette and float images exactly; alpha
+    composited onto white as ``rgb * a + (1 - a)``). 8-bit content is resized by PIL on bytes, as Zero123's own
+    preprocessing does; finer content is resized per channel in float (LANCZOS overshoot clamped to [0, 1]).
+
     Args:
-        path: image file (PNG/JPEG/...; RGBA, LA, P with transparency, RGB or grey).
+        path: image file (PNG/JPEG/TIFF...; RGBA, LA, P with transparency, RGB or grey; 8/16-bit or float).
         image_size: output side; the image must be square or it is resized anisotropically (documented: PRISM
             views are square renders).
 
@@ -521,15 +525,17 @@ def load_view(path: str | os.PathLike, image_size: int = 256) -> Tensor:
     import numpy as np
     from PIL import Image
 
-    with Image.open(path) as im:
-        im.load()
-        if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
-            rgba = im.convert("RGBA")
-            white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-            rgb = Image.alpha_composite(white, rgba).convert("RGB")
-        else:
-            rgb = im.convert("RGB")
-    if rgb.size != (image_size, image_size):
-        rgb = rgb.resize((image_size, image_size), Image.Resampling.LANCZOS)
-    arr = np.asarray(rgb, dtype=np.uint8).copy()
-    return torch.from_numpy(arr).permute(2, 0, 1).float().div_(255.0)
+    from scenemetrics.image import read_image
+
+    rgb = read_image(path, background="white")  # every mode (8/16-bit, palette, float) exactly, alpha over white
+    if tuple(rgb.shape[-2:]) == (image_size, image_size):
+        return rgb
+    size = (image_size, image_size)
+    as_bytes = (rgb * 255.0).round()
+    if torch.equal(as_bytes / 255.0, rgb):  # 8-bit content: PIL's uint8 LANCZOS, as Zero123's preprocessing does
+        arr = np.asarray(as_bytes.to(torch.uint8).permute(1, 2, 0).numpy())
+        out = np.asarray(Image.fromarray(arr, "RGB").resize(size, Image.Resampling.LANCZOS), dtype=np.uint8)
+        return torch.from_numpy(out.copy()).permute(2, 0, 1).float().div_(255.0)
+    # finer content (16-bit, float, composited alpha): LANCZOS per channel in float, its ringing clamped to [0, 1]
+    planes = [np.asarray(Image.fromarray(c.numpy(), "F").resize(size, Image.Resampling.LANCZOS)) for c in rgb]
+    return torch.from_numpy(np.stack(planes)).clamp_(0.0, 1.0)

@@ -66,13 +66,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="scenemetrics-puzzlesim-") as tmp:
-        return _run(args, Path(tmp))
+    with _cli.scratch_dir(getattr(args, "random_weights", False), "scenemetrics-puzzlesim-") as tmp:
+        return _run(args, tmp)
 
 
-def _run(args: argparse.Namespace, tmp: Path) -> int:
+def _run(args: argparse.Namespace, tmp: Path | None) -> int:
     import numpy as np
     import torch
 
@@ -91,9 +89,18 @@ def _run(args: argparse.Namespace, tmp: Path) -> int:
     out = Path(args.out)
     ref_files = list_images(args.refs, "--refs")
     image_files = list_images(args.images, "--images")
+    by_stem: dict[str, Path] = {}
+    for f in image_files:  # results and pictures are named after the stem: a.png and a.jpg would share them
+        if f.stem in by_stem:
+            raise _cli.CLIError(
+                f"--images {args.images}: {by_stem[f.stem].name!r} and {f.name!r} would both be written as {f.stem!r} "
+                "(scores.json key and map files); rename one"
+            )
+        by_stem[f.stem] = f
     refs = [read_image(f) for f in _cli.progress(ref_files, quiet=args.quiet, desc="reading references")]
     weights_path = args.weights
     if random_weights:
+        assert tmp is not None  # created for --random-weights
         weights_path = str(random_checkpoint(args.backbone, tmp / f"{args.backbone}-random.pth"))
     _cli.announce(
         f"loading the {args.backbone} backbone and embedding {len(refs)} reference view"

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from scenemetrics.cliutils import CLIError, add_quiet_arg, show_progress
+from scenemetrics.fileio import load_npz
 from scenemetrics.jsonio import write_json
 
 __all__ = ["register", "run"]
@@ -112,19 +113,17 @@ def _missing_option(names: list[str], args: argparse.Namespace) -> str | None:
 def _load_houses(path: str, flag: str) -> list:
     import json
 
-    import numpy as np
-
     from scenemetrics.wireframe.types import as_wireframe
 
     p = Path(path)
     if not p.is_file():
         raise CLIError(f"{flag} {path}: no such file")
     if p.suffix.lower() == ".npz":
-        with np.load(p, allow_pickle=False) as z:
-            missing = [k for k in ("vertices", "edges") if k not in z.files]
-            if missing:
-                raise CLIError(f"{flag} {path}: the .npz needs arrays 'vertices' and 'edges' (missing {missing})")
-            raw: list = [{"vertices": z["vertices"], "edges": z["edges"]}]
+        z = load_npz(p)
+        missing = [k for k in ("vertices", "edges") if k not in z]
+        if missing:
+            raise CLIError(f"{flag} {path}: the .npz needs arrays 'vertices' and 'edges' (missing {missing})")
+        raw: list = [{"vertices": z["vertices"], "edges": z["edges"]}]
     else:
         try:
             data = json.loads(p.read_text())

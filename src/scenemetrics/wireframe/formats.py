@@ -73,6 +73,9 @@ def read_obj_wireframe(path: str | os.PathLike, *, name: str = "pred") -> Wirefr
             )
     if not vertices:
         raise ValueError(f"{p}: no 'v x y z' vertex line")
+    too_big = next((edge for edge in edges if max(map(abs, edge)) > len(vertices)), None)
+    if too_big is not None:  # before int64: an index of 100 digits is still a bad index, not an OverflowError
+        raise ValueError(f"{p}: edge {too_big} names a vertex outside 1..{len(vertices)}")
     e = np.asarray(edges, dtype=np.int64).reshape(-1, 2) - 1
     bad = (e < 0) | (e >= len(vertices))
     if bad.any():
@@ -170,8 +173,8 @@ def _json_records(p: Path) -> list:
         if stripped.startswith("["):
             return json.loads(stripped)
         return [json.loads(line) for line in text.splitlines() if line.strip()]
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{p}: not JSON lines or a JSON list of records ({err})") from None
+    except (json.JSONDecodeError, RecursionError) as err:  # RecursionError: nesting deeper than Python's stack
+        raise ValueError(f"{p}: not JSON lines or a JSON list of records ({type(err).__name__}: {err})") from None
 
 
 def _parquet_records(p: Path) -> list:

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from scenemetrics.fileio import safe_name
 from scenemetrics.prism.viewmatch.backends import inpaint_composite
 from scenemetrics.prism.viewmatch.config import BuildConfig
 from scenemetrics.prism.viewmatch.masks import pair_masks
@@ -180,8 +181,8 @@ def _sources(views: str | os.PathLike | Iterable[ViewSet]) -> list[_ObjectSource
     if len(set(ids)) != len(ids):
         raise ValueError(f"object ids must be unique; received {ids}")
     for i in ids:
-        if not i or "/" in i or i.startswith("."):
-            raise ValueError(f"object id {i!r} cannot be a folder name")
+        if safe_name(i) != i:  # the one rule for names that become folders (backslashes, "..", NUL, CON, ...)
+            raise ValueError(f"object id {i!r} cannot be a folder name; use e.g. {safe_name(i)!r}")
     return sorted(out, key=lambda s: s.object_id)
 
 

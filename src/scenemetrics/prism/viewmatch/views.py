@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from scenemetrics.fileio import load_npy
+
 __all__ = [
     "Camera",
     "MissingDepthError",
@@ -341,7 +343,7 @@ def load_depth(
     path = Path(path)
     ext = path.suffix.lower()
     if ext == ".npy":
-        depth = np.load(path, allow_pickle=False)
+        depth = load_npy(path)
         if depth.ndim == 3 and depth.shape[2] == 1:
             depth = depth[..., 0]
         if depth.ndim != 2 or not np.issubdtype(depth.dtype, np.floating):
