@@ -112,12 +112,12 @@ def test_make_metric_checks_option_values_when_built(name, options, named):
 @pytest.mark.parametrize(
     ("kwargs", "named"),
     [
+        # one rule (osim.boxes.check_thresholds): an IoU in [0, 1], a confidence >= 0 (inf keeps no detection)
         ({"nms_threshold": -1.0}, "nms_threshold"),
-        ({"nms_threshold": 0.0}, "nms_threshold"),
         ({"nms_threshold": 1.5}, "nms_threshold"),
         ({"nms_threshold": float("nan")}, "nms_threshold"),
         ({"conf_threshold": -0.1}, "conf_threshold"),
-        ({"conf_threshold": float("inf")}, "conf_threshold"),
+        ({"conf_threshold": float("nan")}, "conf_threshold"),
     ],
 )
 def test_osim_rejects_bad_thresholds_before_loading_weights(kwargs, named, tmp_path):

@@ -104,5 +104,5 @@ def test_too_small_images_name_the_minimum_size(tmp_path, metric, minimum):
 
 def test_osim_thresholds_are_checked_when_parsed(tree, tmp_path, capsys):
     assert _eval(tree, tmp_path / "out", "--osim-conf", "5", metrics="osim") == 2
-    assert "--osim-conf: must be a number in [0, 1]; received '5'" in capsys.readouterr().err
+    assert "--osim-conf: `osim.conf` must be a finite number in [0, 1]; received 5.0" in capsys.readouterr().err
     assert _eval(tree, tmp_path / "out", "--osim-nms", "nan", metrics="osim") == 2
