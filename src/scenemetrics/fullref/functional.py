@@ -255,10 +255,11 @@ def ssim_nerfbaselines(preds: Tensor, target: Tensor) -> Tensor:
     Definition: the separable 11-tap Gaussian filter (sigma 1.5) in "valid" mode (no padding: only the
     ``(H - 10) x (W - 10)`` positions where the window lies inside the image); the local variances clipped below at
     float32's machine epsilon squared and the covariance clipped to ``[-sqrt(var_p var_t), sqrt(var_p var_t)]``;
-    ``C1 = 0.01^2``, ``C2 = 0.03^2`` (``max_val`` 1); the mean over the valid positions and the channels. This is also
-    the SSIM of the JAX NeRF code bases (mip-NeRF 360, Zip-NeRF) that dm_pix comes from. The images are read in
-    float32 (and so are their products ``p^2``, ``t^2``, ``p t``) and filtered in float64, as NerfBaselines 1.2.x does
-    (its NumPy filter promotes the float32 images and products to float64).
+    ``C1 = 0.01^2``, ``C2 = 0.03^2`` (``max_val`` 1); the mean over the valid positions and the channels. It is also
+    the SSIM of google-research/multinerf (mip-NeRF 360, Ref-NeRF, RawNeRF), which calls ``dm_pix.ssim`` (in
+    float32 there). The images are read in float32 (and so are their products ``p^2``, ``t^2``, ``p t``) and
+    filtered in float64, as NerfBaselines 1.2.x does (its NumPy filter promotes the float32 images and products to
+    float64).
 
     Returns:
         ``(B,)`` float64.

@@ -339,7 +339,7 @@ def lpips_map(
     Each layer's distance map is upsampled bilinearly (``align_corners=False``) to the image size and the maps are
     summed. Its spatial mean equals :func:`lpips` exactly when every layer's size divides the image size (bilinear
     upsampling by an integer factor keeps the mean); otherwise the border pixels weigh slightly differently and the
-    two differ a little (about 1% for AlexNet at 256 x 256). Differentiable with respect to the images.
+    two differ a little (below 0.1 % in our measurements, 64 to 600 pixels). Differentiable with respect to the images.
 
     Args:
         preds: renders ``(B, 3, H, W)`` or ``(3, H, W)``, float in [0, 1] or uint8 (scaled to [-1, 1] inside).
