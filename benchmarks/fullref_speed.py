@@ -3,7 +3,7 @@
 Workload (the ``scenemetrics eval --metrics psnr,ssim,lpips`` case of the speed issue): ``--views`` render/target pairs
 of ``--height`` x ``--width`` (default 24 views of 400 x 600), scored one view per call, on ``--threads`` CPU threads
 (default 1). Every figure is the median over ``--repeats`` runs of the whole set of views, measured in the same
-process, so the ratios hold on a shared machine:
+process with the compared functions taking turns in every repeat, so the ratios hold on a shared machine:
 
 * ``ssim``: torchmetrics' ``structural_similarity_index_measure(data_range=1.0)`` (a grouped 11 x 11 ``conv2d``
   over five stacked maps) against :func:`scenemetrics.fullref.ssim_map` (two 1-D passes); also ``ssim_3dgs`` and
@@ -78,16 +78,20 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _median_time(fn: Callable[[], object], repeats: int, device: str) -> float:
-    fn()  # warm-up (allocator, lazy loading), not timed
-    times = []
+def _median_times(fns: dict[str, Callable[[], object]], repeats: int, device: str) -> dict[str, float]:
+    """Median wall time of each function; the functions take turns in every repeat, so a change of load on a shared
+    machine hits them alike and their ratios stay meaningful."""
+    for fn in fns.values():
+        fn()  # warm-up (allocator, lazy loading, cached networks), not timed
+    times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
-        _sync(device)
-        start = time.perf_counter()
-        fn()
-        _sync(device)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for name, fn in fns.items():
+            _sync(device)
+            start = time.perf_counter()
+            fn()
+            _sync(device)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def bench_ssim(views, repeats: int, device: str) -> dict:
@@ -98,28 +102,32 @@ def bench_ssim(views, repeats: int, device: str) -> dict:
     def run(fn):
         return lambda: [fn(p, t) for p, t in views]
 
-    with torch.no_grad():
-        tm = [float(tm_ssim(p, t, data_range=1.0)) for p, t in views]
-        ours = [float(ssim_map(p, t).mean()) for p, t in views]
-        times = {
-            "torchmetrics_s": _median_time(run(lambda p, t: tm_ssim(p, t, data_range=1.0)), repeats, device),
-            "ssim_map_s": _median_time(run(ssim_map), repeats, device),
-            "ssim_3dgs_s": _median_time(run(ssim_3dgs), repeats, device),
-            "ssim_nerfbaselines_s": _median_time(run(ssim_nerfbaselines), repeats, device),
-        }
-    out = {**times, "max_abs_diff": max(abs(a - b) for a, b in zip(tm, ours, strict=True))}
-    out["speedup_vs_torchmetrics"] = times["torchmetrics_s"] / times["ssim_map_s"]
+    fns = {
+        "torchmetrics_s": run(lambda p, t: tm_ssim(p, t, data_range=1.0)),
+        "ssim_map_s": run(ssim_map),
+        "ssim_3dgs_s": run(ssim_3dgs),
+        "ssim_nerfbaselines_s": run(ssim_nerfbaselines),
+    }
     try:
         from nerfbaselines.metrics import ssim as nb_ssim
     except ImportError:
-        out["nerfbaselines_s"] = None
+        nb_ssim = None
     else:
         arrays = [(p.cpu().permute(0, 2, 3, 1).numpy(), t.cpu().permute(0, 2, 3, 1).numpy()) for p, t in views]
-        out["nerfbaselines_s"] = _median_time(lambda: [nb_ssim(t, p) for p, t in arrays], repeats, "cpu")
-        nb = [float(nb_ssim(t, p)[0]) for p, t in arrays]
-        ours_nb = [float(ssim_nerfbaselines(p, t)[0]) for p, t in views]
-        out["nerfbaselines_max_abs_diff"] = max(abs(a - b) for a, b in zip(nb, ours_nb, strict=True))
-        out["ssim_nerfbaselines_speedup_vs_nerfbaselines"] = out["nerfbaselines_s"] / times["ssim_nerfbaselines_s"]
+        fns["nerfbaselines_s"] = lambda: [nb_ssim(t, p) for p, t in arrays]
+    with torch.no_grad():
+        tm = [float(tm_ssim(p, t, data_range=1.0)) for p, t in views]
+        ours = [float(ssim_map(p, t).mean()) for p, t in views]
+        out: dict = _median_times(fns, repeats, device)
+        out["max_abs_diff"] = max(abs(a - b) for a, b in zip(tm, ours, strict=True))
+        out["speedup_vs_torchmetrics"] = out["torchmetrics_s"] / out["ssim_map_s"]
+        if nb_ssim is not None:
+            nb = [float(nb_ssim(t, p)[0]) for p, t in arrays]
+            ours_nb = [float(ssim_nerfbaselines(p, t)[0]) for p, t in views]
+            out["nerfbaselines_max_abs_diff"] = max(abs(a - b) for a, b in zip(nb, ours_nb, strict=True))
+            out["ssim_nerfbaselines_speedup_vs_nerfbaselines"] = out["nerfbaselines_s"] / out["ssim_nerfbaselines_s"]
+        else:
+            out["nerfbaselines_s"] = None
     return out
 
 
@@ -161,17 +169,13 @@ def bench_lpips(views, repeats: int, device: str, net: str) -> dict:
                 metric.update(p, t)
             return metric.compute()
 
+        fns = {
+            "torchmetrics_s": torchmetrics_run,
+            "lpips_s": lambda: [lpips(p, t, net=net, weights_path=backbone) for p, t in views],
+            "lpips_map_s": lambda: [lpips_map(p, t, net=net, weights_path=backbone) for p, t in views],
+        }
         with torch.no_grad():
-            out = {
-                "net": net,
-                "torchmetrics_s": _median_time(torchmetrics_run, repeats, device),
-                "lpips_s": _median_time(
-                    lambda: [lpips(p, t, net=net, weights_path=backbone) for p, t in views], repeats, device
-                ),
-                "lpips_map_s": _median_time(
-                    lambda: [lpips_map(p, t, net=net, weights_path=backbone) for p, t in views], repeats, device
-                ),
-            }
+            out: dict = {"net": net, **_median_times(fns, repeats, device)}
             ours = torch.cat([lpips(p, t, net=net, weights_path=backbone) for p, t in views]).mean()
             out["abs_diff_of_means"] = abs(float(torchmetrics_run()) - float(ours))
     out["lpips_speedup_vs_torchmetrics"] = out["torchmetrics_s"] / out["lpips_s"]
