@@ -30,6 +30,7 @@ MODULES: tuple[tuple[str, str, str, str], ...] = (
     ("scenemetrics.prism.viewmatch", "prism-viewmatch", "PRISM ViewMatch data", "Building head-training data."),
     ("scenemetrics.wireframe", "wireframe", "Wireframes", "Wireframe metrics, property suite, preference tools."),
     ("scenemetrics.openlex3d", "openlex3d", "OpenLex3D", "Open-vocabulary 3D segmentation metrics."),
+    ("scenemetrics.fullref", "fullref", "Full-reference maps", "SSIM, LPIPS and error maps; published protocols."),
     ("scenemetrics.agreement", "agreement", "Agreement", "Metric-vs-human statistics and protocols."),
     ("scenemetrics.losses", "losses", "Losses", "Differentiable soft relaxations (lower is better)."),
     ("scenemetrics.callbacks", "callbacks", "Callbacks", "Lightning, nerfstudio and plain-loop monitors."),

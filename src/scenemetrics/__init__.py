@@ -25,6 +25,7 @@ _SUBMODULES = (
     "prism",
     "wireframe",
     "openlex3d",
+    "fullref",
     "losses",
     "callbacks",
     "inpainting",
@@ -42,6 +43,9 @@ _CLASSES = {
     "OpenLex3DTopN": "scenemetrics.openlex3d",
     "OpenLex3DSetRanking": "scenemetrics.openlex3d",
     "OpenLex3DRetrieval": "scenemetrics.openlex3d",
+    "SSIMMap": "scenemetrics.fullref",
+    "LPIPSMap": "scenemetrics.fullref",
+    "AbsErrorMap": "scenemetrics.fullref",
 }
 
 

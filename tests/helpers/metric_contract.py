@@ -80,6 +80,8 @@ def build_resources(root: str | os.PathLike) -> dict[str, str]:
     root = Path(root)
     return {
         "squeezenet": str(squeezenet_checkpoint("squeezenet1_1", root / "squeezenet1_1.pth")),
+        "alexnet": str(squeezenet_checkpoint("alexnet", root / "alexnet.pth", include_classifier=False)),
+        "vgg16": str(squeezenet_checkpoint("vgg16", root / "vgg16.pth", include_classifier=False)),
         "yolox_nano": str(yolox_checkpoint("yolox_nano", root / "yolox_nano.pth", seed=0)),
         "zero123": str(zero123_checkpoint(root / "zero123")),
     }
@@ -226,6 +228,29 @@ def _wireframe_batches(res: Resources) -> list[Batch]:
     return [(pairs[:2], gt_pairs[:2]), (pairs[2:3], gt_pairs[2:3]), (pairs[3:], gt_pairs[3:])]
 
 
+def _fullref_batches(res: Resources) -> list[Batch]:
+    # LPIPS-alex needs 31 pixels per side; the SSIM classes take any size >= 11
+    out = []
+    for i, n in enumerate((2, 1, 3)):
+        target = _images(n, 36, 40, seed=50 + i)
+        preds = ((0.75 * target + 0.25 * _images(n, 36, 40, seed=60 + i)) * 256).round() / 256
+        out.append((preds, target))
+    return out
+
+
+def _fullref(name: str) -> Callable[[Resources], Metric]:
+    def make(res: Resources) -> Metric:
+        import scenemetrics.fullref as fr
+
+        if name == "LPIPSMap":
+            return fr.LPIPSMap(weights_path=res["alexnet"])
+        if name == "LPIPS3DGS":
+            return fr.LPIPS3DGS(weights_path=res["vgg16"])
+        return getattr(fr, name)()
+
+    return make
+
+
 def _ol3_scene(seed: int) -> dict:
     from tests.openlex3d.ol3_helpers import random_scene
 
@@ -297,6 +322,10 @@ def cases() -> list[Case]:
         Case(sm.OpenLex3DTopN, _ol3_topn, _ol3_seg_batches, atol=1e-12),
         Case(sm.OpenLex3DSetRanking, _ol3_ranking, _ol3_seg_batches, atol=1e-12),
         Case(sm.OpenLex3DRetrieval, _ol3_retrieval, _ol3_retrieval_batches, atol=1e-12),
+        *(
+            Case(getattr(sm.fullref, name), _fullref(name), _fullref_batches, image_args=(0, 1))
+            for name in ("SSIMMap", "AbsErrorMap", "LPIPSMap", "SSIM3DGS", "SSIMNerfBaselines", "LPIPS3DGS")
+        ),
     ]
 
 

@@ -7,7 +7,7 @@ Resolution order for a checkpoint (:func:`resolve_weights`):
 2. The cache ``$SCENEMETRICS_HOME/<family>/<file>`` (default ``$SCENEMETRICS_HOME`` is
    ``torch.hub.get_dir()/scenemetrics``).
 3. Extra places a user may already hold the file (for torchvision backbones: torch's own
-   ``torch.hub.get_dir()/checkpoints``).
+   ``torch.hub.get_dir()/checkpoints``; for the LPIPS linear layers: the copies torchmetrics installs).
 4. A download into the cache (resumed from ``<file>.part`` after an interruption).
 
 Verification (:func:`verify_file`): a file found in steps 2-4 is checked on **every** load, not only after its

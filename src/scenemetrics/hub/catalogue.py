@@ -8,6 +8,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +75,43 @@ def _yolox(variant: str) -> Checkpoint:
     )
 
 
+def _torchmetrics_lpips_models() -> Path:
+    # torchmetrics (a core dependency) ships the LPIPS v0.1 linear layers byte-identical to the published files;
+    # find_spec locates the package without importing it (importing torchmetrics takes seconds)
+    import importlib.util
+
+    spec = importlib.util.find_spec("torchmetrics")
+    roots = list(spec.submodule_search_locations or ()) if spec is not None else []
+    return Path(roots[0]) / "functional" / "image" / "lpips_models" if roots else Path(os.devnull)
+
+
+# richzhang/PerceptualSimilarity (BSD-2-Clause): the commit that last changed lpips/weights/v0.1/*.pth. The sha256
+# below were recorded from the files at this commit; the lpips 0.1.4 wheel on PyPI, torchmetrics' lpips_models/ and
+# NerfBaselines' _lpips_weights/ hold byte-identical copies (same git blob ids: alex 1df9dfe6, vgg 47e943cf,
+# squeeze a3bd383b).
+_LPIPS_COMMIT = "c33f89e9f46522a584cf41d8880eb0afa982708b"
+_LPIPS_SHA256 = {
+    "alex": "df73285e35b22355a2df87cdb6b70b343713b667eddbda73e1977e0c860835c0",
+    "vgg": "a78928a0af1e5f0fcb1f3b9e8f8c3a2a5a3de244d830ad5c1feddc79b8432868",
+    "squeeze": "4a5350f23600cb79923ce65bb07cbf57dca461329894153e05a1346bd531cf76",
+}
+
+
+def _lpips_linear(net: str) -> Checkpoint:
+    path = f"richzhang/PerceptualSimilarity/{_LPIPS_COMMIT}/lpips/weights/v0.1/{net}.pth"
+    return Checkpoint(
+        room="fullref",
+        filename=f"{net}.pth",
+        urls=(
+            f"https://raw.githubusercontent.com/{path}",
+            f"https://github.com/{path.replace(_LPIPS_COMMIT, 'raw/' + _LPIPS_COMMIT, 1)}",
+        ),
+        description=f"LPIPS v0.1 linear layers for {net} (richzhang/PerceptualSimilarity, BSD-2-Clause)",
+        sha256=_LPIPS_SHA256[net],
+        extra_dirs=(_torchmetrics_lpips_models,),
+    )
+
+
 _REGISTRY: dict[str, Checkpoint] = {
     "puzzlesim/squeezenet1_1": _torchvision(
         "puzzlesim", "squeezenet1_1", "squeezenet1_1-b8a52dc0.pth", "torchvision ImageNet SqueezeNet 1.1 weights"
@@ -82,6 +120,7 @@ _REGISTRY: dict[str, Checkpoint] = {
         "puzzlesim", "alexnet", "alexnet-owt-7be5be79.pth", "torchvision ImageNet AlexNet weights"
     ),
     "puzzlesim/vgg16": _torchvision("puzzlesim", "vgg16", "vgg16-397923af.pth", "torchvision ImageNet VGG16 weights"),
+    **{f"fullref/lpips_{net}": _lpips_linear(net) for net in ("alex", "vgg", "squeeze")},
     **{f"osim/{v}": _yolox(v) for v in ("yolox_nano", "yolox_tiny", "yolox_s", "yolox_m", "yolox_l", "yolox_x")},
     "inpainting/big-lama": Checkpoint(
         room="inpainting",
