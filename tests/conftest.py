@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
 import pytest
 import torch
+
+from tests.utils import extras
 
 # The tests compare PuzzleSim with exact fp32 references; the plain fp32 search makes that comparison independent of
 # the CPU the suite runs on (bf16 screening is exact too, but only taken where the CPU has fast bf16). Set here, at
@@ -19,15 +20,17 @@ INTEGRATION = Path(__file__).resolve().parent / "integration"
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     no_cuda = pytest.mark.skip(reason="needs a CUDA device")
-    no_ns = pytest.mark.skip(reason="needs the [nerfstudio] extra (pip install 'scenemetrics[nerfstudio]')")
-    has_ns = importlib.util.find_spec("nerfstudio") is not None
     for item in items:
         if INTEGRATION in Path(str(item.path)).resolve().parents:
             item.add_marker(pytest.mark.integration)
         if "gpu" in item.keywords and not torch.cuda.is_available():
             item.add_marker(no_cuda)
-        if "nerfstudio" in item.keywords and not has_ns:
-            item.add_marker(no_ns)
+        needed = [name for mark in item.iter_markers("extra") for name in mark.args]
+        if "nerfstudio" in item.keywords:
+            needed.append("nerfstudio")
+        absent = extras.missing(*needed)
+        if absent:
+            item.add_marker(pytest.mark.skip(reason=extras.reason(absent[0])))
 
 
 @pytest.fixture(autouse=True)
