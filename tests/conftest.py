@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -20,6 +21,8 @@ INTEGRATION = Path(__file__).resolve().parent / "integration"
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     no_cuda = pytest.mark.skip(reason="needs a CUDA device")
+    no_hoho = pytest.mark.skip(reason="needs hoho2025 (pip install --no-deps hoho2025==0.2.2; CI's full set has it)")
+    has_hoho = importlib.util.find_spec("hoho2025") is not None
     for item in items:
         if INTEGRATION in Path(str(item.path)).resolve().parents:
             item.add_marker(pytest.mark.integration)
@@ -28,6 +31,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         needed = [name for mark in item.iter_markers("extra") for name in mark.args]
         if "nerfstudio" in item.keywords:
             needed.append("nerfstudio")
+        if "hoho2025" in item.keywords and not has_hoho:
+            item.add_marker(no_hoho)
         absent = extras.missing(*needed)
         if absent:
             item.add_marker(pytest.mark.skip(reason=extras.reason(absent[0])))

@@ -11,9 +11,11 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from tests.utils.extras import need
+
 pytestmark = pytest.mark.nerfstudio
 
-ns = pytest.importorskip("nerfstudio")
+ns = need("nerfstudio", "nerfstudio")
 
 import scenemetrics as sm  # noqa: E402
 from scenemetrics.callbacks.evaluation import map_image  # noqa: E402

@@ -93,8 +93,8 @@ def test_plugin_in_lightning(toy) -> None:
     assert sorted(result.images) == ["scenemetrics/a/map/0", "scenemetrics/a/map/1"]
 
 
+@pytest.mark.nerfstudio
 def test_plugin_in_nerfstudio(toy, monkeypatch) -> None:
-    pytest.importorskip("nerfstudio")
     import importlib
 
     from tests.callbacks.test_nerfstudio import _Cameras, _Pipeline

@@ -243,7 +243,6 @@ def test_a_nerfstudio_config_that_would_run_code_is_refused(tmp_path, tag, messa
 
 @pytest.mark.nerfstudio
 def test_the_configs_ns_train_writes_pass_the_check(tmp_path):
-    pytest.importorskip("nerfstudio", reason="needs the [nerfstudio] extra")
     import yaml
     from nerfstudio.configs.method_configs import all_methods
 

@@ -70,7 +70,6 @@ def test_overhead_benchmark_smoke(capsys) -> None:
 
 @pytest.mark.nerfstudio
 def test_nerfstudio_scripted_example_config(tmp_path) -> None:
-    pytest.importorskip("nerfstudio")
     example = _load("examples/callbacks_nerfstudio_scripted.py")
     args = example.argparse.Namespace(
         method="nerfacto", metrics=["puzzlesim"], every_n_steps=10, eval_views=1, puzzlesim_weights=None,

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.utils.extras import need
+
 pytestmark = [pytest.mark.nerfstudio, pytest.mark.slow]
 
-pytest.importorskip("nerfstudio")
-pytest.importorskip("tensorboard")
+need("nerfstudio")
+need("lightning")  # TensorBoard
 
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
 

@@ -14,6 +14,7 @@ Two forms, both giving the reason ``needs the [EXTRA] extra (pip install "scenem
 from __future__ import annotations
 
 import importlib.util
+import re
 from types import ModuleType
 
 import pytest
@@ -52,6 +53,20 @@ def missing(*extras: str) -> list[str]:
     if unknown:
         raise ValueError(f"unknown extra(s) {unknown}; known: {sorted(EXTRA_MODULES)}")
     return [e for e in extras if not all(_installed(m) for m in EXTRA_MODULES[e])]
+
+
+def missing_extra_of(error: BaseException) -> str | None:
+    """The extra an ``ImportError`` of scenemetrics asks for (``pip install "scenemetrics[X]"``), if it is missing.
+
+    ``None`` when the error names no extra, or names one that is installed (then the error is a real failure).
+    """
+    if isinstance(error, ModuleNotFoundError) and error.name:
+        top = error.name.split(".")[0]
+        named = [extra for extra, modules in EXTRA_MODULES.items() if top in modules]
+    else:
+        named = re.findall(r"scenemetrics\[(\w+)\]", str(error))
+    absent = [extra for extra in named if extra in EXTRA_MODULES and missing(extra)]
+    return absent[0] if absent else None
 
 
 def need(extra: str, module: str | None = None) -> ModuleType | None:

@@ -15,8 +15,7 @@ import pytest
 from scenemetrics.wireframe import corner_prf, hss, iou, synthetic_houses
 from scenemetrics.wireframe.hss2025 import edge_prism, prism_transform
 
-HAS_HSS = all(importlib.util.find_spec(m) is not None for m in ("trimesh", "manifold3d"))
-needs_hss = pytest.mark.skipif(not HAS_HSS, reason="needs the [hss] extra (trimesh + manifold3d)")
+needs_hss = pytest.mark.extra("hss")
 
 FIXTURE = Path(__file__).parent / "data" / "hss2025_reference.json"
 HEX_AREA = 3 * math.sqrt(3) / 2  # regular hexagon of circumradius 1
@@ -25,8 +24,6 @@ HEX_AREA = 3 * math.sqrt(3) / 2  # regular hexagon of circumradius 1
 def _metric_helper():
     """hoho2025.metric_helper loaded from its file (the package __init__ imports webdataset and friends)."""
     spec = importlib.util.find_spec("hoho2025")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("hoho2025 is not installed (pip install --no-deps hoho2025==0.2.2)")
     path = Path(next(iter(spec.submodule_search_locations))) / "metric_helper.py"
     mod_spec = importlib.util.spec_from_file_location("hoho2025_metric_helper", path)
     module = importlib.util.module_from_spec(mod_spec)
@@ -100,6 +97,7 @@ def test_frozen_hoho2025_outputs():
 
 
 @needs_hss
+@pytest.mark.hoho2025
 def test_live_parity_with_hoho2025():
     mh = _metric_helper()
     rng = np.random.default_rng(7)
