@@ -8,7 +8,15 @@ import math
 import pytest
 import torch
 
-from scenemetrics.tiny_splat import eval_sh, intrinsics, look_at, orbit_viewmats, project, random_gaussians, rasterization
+from scenemetrics.tiny_splat import (
+    eval_sh,
+    intrinsics,
+    look_at,
+    orbit_viewmats,
+    project,
+    random_gaussians,
+    rasterization,
+)
 
 pytestmark = pytest.mark.extra("gsplat")
 
@@ -42,7 +50,9 @@ def test_projection_equals_gsplats(gs, size) -> None:
         torch.testing.assert_close(ours.depths, ref_depths[cam])
         torch.testing.assert_close(ours.means2d[in_front], ref_means2d[cam][in_front])
         torch.testing.assert_close(ours.conics[in_front], ref_conics[cam][in_front], rtol=1e-7, atol=1e-9)
-        if _radii_per_axis(gs):  # gsplat >= 1.5 culls with the same 3.33-sigma box per axis; 1.4 used a round 3-sigma disc
+        if _radii_per_axis(
+            gs
+        ):  # gsplat >= 1.5 culls with the same 3.33-sigma box per axis; 1.4 used a round 3-sigma disc
             assert torch.equal((ours.radii > 0).all(-1), ref_visible[cam])
 
 

@@ -286,7 +286,9 @@ def render_gaussians(
     Returns:
         ``(3, height, width)`` image in the dtype of ``means``.
     """
-    proj = project(means, quats, scales, viewmat, K, width, height, eps2d=eps2d, near_plane=near_plane, cull_sigmas=None)
+    proj = project(
+        means, quats, scales, viewmat, K, width, height, eps2d=eps2d, near_plane=near_plane, cull_sigmas=None
+    )
     image, _ = composite(
         proj.means2d,
         proj.conics,
@@ -302,7 +304,7 @@ def render_gaussians(
 
 
 def eval_sh(degree: int, dirs: Tensor, coeffs: Tensor) -> Tensor:
-    """Colour from real spherical-harmonic coefficients: ``Σ_k coeffs[..., k, :] · Y_k(dirs)`` over ``(degree+1)²`` bases.
+    """Colour from real spherical-harmonic coefficients: ``Σ_k coeffs[..., k, :] · Y_k(dirs)``, ``(degree+1)²`` bases.
 
     The basis order and signs are those of 3DGS and gsplat (degree 1: ``-y, z, -x`` times ``sqrt(3/(4π))``; ...).
 
@@ -326,7 +328,9 @@ def eval_sh(degree: int, dirs: Tensor, coeffs: Tensor) -> Tensor:
     if degree not in (0, 1, 2, 3):
         raise ValueError(f"`degree` must be 0, 1, 2 or 3; received {degree!r}")
     if coeffs.shape[-2] < (degree + 1) ** 2:
-        raise ValueError(f"`coeffs` needs at least {(degree + 1) ** 2} coefficients for degree {degree}; got {coeffs.shape}")
+        raise ValueError(
+            f"`coeffs` needs at least {(degree + 1) ** 2} coefficients for degree {degree}; got {coeffs.shape}"
+        )
     bases = [torch.full_like(dirs[..., 0], _SH_C0)]
     if degree >= 1:
         x, y, z = F.normalize(dirs, dim=-1).unbind(-1)
@@ -409,9 +413,13 @@ def rasterization(
             f"{tuple(means.shape)}, {tuple(quats.shape)}, {tuple(scales.shape)}, {tuple(opacities.shape)}"
         )
     if viewmats.dim() != 3 or viewmats.shape[1:] != (4, 4) or Ks.shape != (viewmats.shape[0], 3, 3):
-        raise ValueError(f"expected viewmats (C, 4, 4) and Ks (C, 3, 3); received {tuple(viewmats.shape)}, {tuple(Ks.shape)}")
+        raise ValueError(
+            f"expected viewmats (C, 4, 4) and Ks (C, 3, 3); received {tuple(viewmats.shape)}, {tuple(Ks.shape)}"
+        )
     if sh_degree is not None and (colors.dim() != 3 or colors.shape[0] != num or colors.shape[-1] != 3):
-        raise ValueError(f"with `sh_degree`, `colors` must be (G, K, 3) SH coefficients; received {tuple(colors.shape)}")
+        raise ValueError(
+            f"with `sh_degree`, `colors` must be (G, K, 3) SH coefficients; received {tuple(colors.shape)}"
+        )
     if sh_degree is None and (colors.dim() != 2 or colors.shape[0] != num):
         raise ValueError(f"`colors` must be (G, D) (or (G, K, 3) with `sh_degree`); received {tuple(colors.shape)}")
     renders, alphas, metas = [], [], []
