@@ -1,7 +1,7 @@
 """Training time with and without ``SceneMetricsCallback`` on the reference workload; prints one JSON object.
 
 R-CPU (the CPU workload of the library's overhead budget: evaluations every 500 steps cost at most 5 % of training
-time): the tiny pure-PyTorch Gaussian-splat renderer (``tests/utils/tiny_splat.py``), 1024 Gaussians, 16 training views
+time): the tiny pure-PyTorch Gaussian-splat renderer (:mod:`scenemetrics.tiny_splat`), 1024 Gaussians, 16 training views
 of 64×64, one view per Adam step, in a Lightning loop on 2 CPU threads; the callback runs PuzzleSim (SqueezeNet 1.1,
 random weights: speed does not depend on the values) on 4 held-out views with the 16 training views as references, logs
 the scalar and the colormapped maps to TensorBoard.
@@ -37,7 +37,7 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "examples")]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "examples")]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -63,10 +63,10 @@ def main(argv: list[str] | None = None) -> dict:
     from callbacks_lightning_gsplat import gsplat_rasterize
     from callbacks_lightning_tiny_splat import TinySplatModule
     from lightning.pytorch.utilities import disable_possible_user_warnings
-    from tests.utils.tiny_splat import make_splat_scene, render_gaussians
 
     import scenemetrics as sm
     from scenemetrics.callbacks import SceneMetricsCallback
+    from scenemetrics.tiny_splat import make_splat_scene, render_gaussians
 
     disable_possible_user_warnings()
     tmp = Path(tempfile.mkdtemp(prefix="callback_overhead_"))

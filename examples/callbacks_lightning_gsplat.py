@@ -1,8 +1,8 @@
 """The tiny Lightning 3DGS loop with gsplat's CUDA rasterizer (``--backend gsplat``) or the CPU renderer (``tiny``).
 
-Same ``TinySplatModule`` and ``SceneMetricsCallback`` as ``callbacks_lightning_tiny_splat.py``; only the
-rasterizer changes. gsplat (``pip install gsplat``, or the ``[nerfstudio]`` extra, which brings it) needs CUDA.
-Larger scenes than the CPU example make sense here::
+Same ``TinySplatModule`` and ``SceneMetricsCallback`` as ``callbacks_lightning_tiny_splat.py`` (imported from the
+script beside this one: keep the two files together); only the rasterizer changes. gsplat (``pip install
+"scenemetrics[lightning,gsplat]"``) needs CUDA. Larger scenes than the CPU example make sense here::
 
     python examples/callbacks_lightning_gsplat.py --backend gsplat --size 256 --gaussians 20000 --steps 2000 \\
         --every-n-steps 500 --random-weights --out runs/gsplat
@@ -14,20 +14,16 @@ Add ``--osim`` to also log OSIM scores, per-class scores and overlays (needs the
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
+import lightning.pytorch as pl
 import torch
+from callbacks_lightning_tiny_splat import TinySplatModule  # the script beside this one (Python puts its folder first)
 from torch import Tensor
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
-
-import lightning.pytorch as pl  # noqa: E402
-from callbacks_lightning_tiny_splat import TinySplatModule  # noqa: E402
-from tests.utils.tiny_splat import make_splat_scene, render_gaussians  # noqa: E402
-
-import scenemetrics as sm  # noqa: E402
-from scenemetrics.callbacks import SceneMetricsCallback  # noqa: E402
+import scenemetrics as sm
+from scenemetrics.callbacks import SceneMetricsCallback
+from scenemetrics.tiny_splat import make_splat_scene, render_gaussians
 
 
 def gsplat_rasterize(

@@ -1,11 +1,11 @@
 """Train a tiny 3DGS-style model with Lightning on the CPU and watch PuzzleSim scores and maps in TensorBoard.
 
 A random "ground-truth" Gaussian scene is rendered from 16 training cameras and a few held-out cameras; a
-``LightningModule`` holding Gaussian parameters is fitted to the training views with the pure-PyTorch renderer of
-``tests/utils/tiny_splat.py``, while :class:`scenemetrics.callbacks.SceneMetricsCallback` renders the held-out views
+``LightningModule`` holding Gaussian parameters is fitted to the training views with the pure-PyTorch renderer
+:mod:`scenemetrics.tiny_splat`, while :class:`scenemetrics.callbacks.SceneMetricsCallback` renders the held-out views
 every ``--every-n-steps`` steps and logs ``scenemetrics/puzzlesim`` and colormapped ``scenemetrics/puzzlesim/map/<i>``.
 
-Run from the repository root::
+Runs from an install (``pip install "scenemetrics[lightning]"``)::
 
     python examples/callbacks_lightning_tiny_splat.py --steps 200 --every-n-steps 50 --random-weights --out runs/splat
     tensorboard --logdir runs/splat
@@ -18,20 +18,16 @@ nothing about quality. Without it the real SqueezeNet 1.1 weights are used (down
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import lightning.pytorch as pl
 import torch
 from torch import Tensor, nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.utils (the test-only renderer)
-
-import lightning.pytorch as pl
-from tests.utils.tiny_splat import SplatScene, make_splat_scene, random_gaussians, render_gaussians
-
 import scenemetrics as sm
 from scenemetrics.callbacks import RenderedView, SceneMetricsCallback
+from scenemetrics.tiny_splat import SplatScene, make_splat_scene, random_gaussians, render_gaussians
 
 Rasterize = Callable[..., Tensor]
 

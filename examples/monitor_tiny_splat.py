@@ -4,9 +4,8 @@ The loop is shaped like gsplat's ``examples/simple_trainer.py`` and the original
 parameters to training views one step at a time. The monitor adds two lines: one to build it, one per step
 (``monitor.maybe_log(step, render_fn, views)``), which renders the held-out views only when it logs. It writes
 ``scenemetrics/puzzlesim``, ``scenemetrics/psnr`` and the PuzzleSim maps ``scenemetrics/puzzlesim/map/<i>``.
-The renderer is the pure-PyTorch one of ``tests/utils/tiny_splat.py`` (CPU).
-
-Run from the repository root::
+The renderer is the pure-PyTorch :mod:`scenemetrics.tiny_splat` (CPU); ``examples/monitor_gsplat.py`` is the same
+kind of loop with gsplat. Runs from an install (``pip install scenemetrics tensorboard``)::
 
     python examples/monitor_tiny_splat.py --steps 200 --every-n-steps 50 --random-weights --out runs/monitor
     tensorboard --logdir runs/monitor
@@ -18,19 +17,15 @@ say nothing about quality.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import torch
 from torch.utils.tensorboard import SummaryWriter
 from torchmetrics.image import PeakSignalNoiseRatio
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.utils (the test-only renderer)
-
-from tests.utils.tiny_splat import make_splat_scene, random_gaussians, render_gaussians
-
 import scenemetrics as sm
 from scenemetrics.callbacks import SceneMetricsMonitor
+from scenemetrics.tiny_splat import make_splat_scene, random_gaussians, render_gaussians
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -41,6 +41,7 @@ MODULES: tuple[tuple[str, str, str, str], ...] = (
     ("scenemetrics.viz", "viz", "viz", "Colour maps, overlays, panels, PNG helpers."),
     ("scenemetrics.checks", "checks", "checks", "Option checkers shared by every room."),
     ("scenemetrics.synthetic", "synthetic", "synthetic", "The procedural demo scene."),
+    ("scenemetrics.tiny_splat", "tiny-splat", "tiny_splat", "A tiny pure-PyTorch Gaussian-splat renderer (CPU demos)."),
     ("scenemetrics.jsonio", "jsonio", "jsonio", "JSON helpers for reports."),
     ("scenemetrics.demo", "demo", "demo", "`scenemetrics demo` as a library: the demo scene through every metric."),
     ("scenemetrics.registry", "registry", "registry", "Metric adapters and their option schemas."),

@@ -17,12 +17,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load(relative: str):
-    """Import a script from the repository by path (examples and benchmarks are not packages)."""
+    """Import a script from the repository by path (examples and benchmarks are not packages), as Python runs it:
+    its folder first on ``sys.path`` (sibling scripts import), the module registered (dataclasses look it up)."""
     path = ROOT / relative
     sys.path.insert(0, str(path.parent))
     try:
         spec = importlib.util.spec_from_file_location(path.stem, path)
         module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
         spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(path.parent))
@@ -55,6 +57,20 @@ def test_gsplat_example_cpu_backend(tmp_path) -> None:
         str(tmp_path),
     ]
     assert example.main(args).num_evaluations == 1
+
+
+def test_monitor_gsplat_example_tiny_backend(tmp_path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    example = _load("examples/monitor_gsplat.py")
+    args = ["--backend", "tiny", "--steps", "4", "--every-n-steps", "2", "--gaussians", "24", "--size", "24",
+            "--train-views", "3", "--eval-views", "2", "--random-weights", "--out", str(tmp_path)]  # fmt: skip
+    assert example.main(args).num_evaluations == 2
+    (events,) = glob.glob(str(tmp_path / "events.out.tfevents.*"))
+    acc = EventAccumulator(events, size_guidance={"scalars": 0, "images": 0})
+    acc.Reload()
+    assert [e.step for e in acc.Scalars("scenemetrics/psnr")] == [2, 4]
+    assert [e.step for e in acc.Images("scenemetrics/puzzlesim/map/0")] == [2, 4]
 
 
 def test_overhead_benchmark_smoke(capsys) -> None:

@@ -23,9 +23,9 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 import scenemetrics as sm  # noqa: E402
 from scenemetrics.callbacks import RenderedView, SceneMetricsCallback  # noqa: E402
 from scenemetrics.callbacks.evaluation import map_image  # noqa: E402
+from scenemetrics.tiny_splat import make_splat_scene  # noqa: E402
 from scenemetrics.viz import to_uint8  # noqa: E402
 from tests.utils.standin_metrics import OSIM, PRISMDistance  # noqa: E402
-from tests.utils.tiny_splat import make_splat_scene  # noqa: E402
 
 SIZE = (24, 32)  # non-square on purpose: a CHW/HWC mix-up cannot go unnoticed
 

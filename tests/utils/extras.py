@@ -31,6 +31,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "wandb": ("wandb",),
     "viz": ("matplotlib",),
     "nerfstudio": ("nerfstudio",),
+    "gsplat": ("gsplat",),
     "dev": ("pytest", "xdist", "hypothesis", "puzzle_sim", "lpips"),
 }
 
