@@ -142,7 +142,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_json(path: Path, obj: Any) -> None:
-    path.write_text(json.dumps(obj, indent=2, allow_nan=False) + "\n")
+    from scenemetrics.jsonio import write_json
+
+    write_json(path, obj)  # standard JSON (NaN -> null + reason), NumPy scalars as numbers, written atomically
+
+
+def _cell(v: Any) -> Any:
+    import numpy as np
+
+    if v is None:
+        return ""
+    return f"{float(v):.6g}" if isinstance(v, (float, np.floating)) else v
 
 
 def _write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> None:
@@ -152,7 +162,7 @@ def _write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> None:
         w = csv.writer(f)
         w.writerow(header)
         for r in rows:
-            w.writerow(["" if v is None else (f"{v:.6g}" if isinstance(v, float) else v) for v in r])
+            w.writerow([_cell(v) for v in r])
 
 
 def _print(table: dict, stats: tuple[str, ...], quiet: bool) -> None:
