@@ -8,7 +8,6 @@ import sys
 import types
 import warnings
 
-import numpy as np
 import pytest
 import torch
 import torchmetrics
@@ -20,6 +19,7 @@ from scenemetrics.callbacks.pictures import draw_map
 from scenemetrics.callbacks.views import as_rendered_view, prepare_view
 from scenemetrics.registry import MetricConfig, metric_kind
 from scenemetrics.viz import DisplayRange, apply_colormap, to_uint8
+from tests.utils.display_range import first_range
 from tests.utils.standin_metrics import OSIM, PRISMMMD, MeanRender, PRISMDistance
 
 
@@ -108,8 +108,7 @@ def test_dispatch_scalars_and_images(weights, monkeypatch) -> None:
     # the logged map is the picture for people: the map on its 2nd-98th percentile widened to include 1 (a
     # similarity), title and colour bar
     values = single.last_maps[0]
-    low, high = np.percentile(values.double().numpy(), [2, 98])
-    expected = (float(low), max(float(high), 1.0))
+    expected = first_range(values, higher_is_better=True)
     assert result.display_ranges["scenemetrics/puzzlesim/map/1"] == pytest.approx(expected, abs=1e-7)
     rng = DisplayRange(*expected)
     picture = draw_map(values, "puzzlesim", 1, step=None, display_range=rng, colormap="jet_r")

@@ -42,7 +42,9 @@ def test_renders_only_on_schedule_and_resumes(tmp_path):
     state = monitor.state_dict()
     assert (state["last_eval_step"], state["num_evaluations"]) == (6, 2)
     # the panels' display ranges were fixed at step 3 and travel with the state
-    assert {tag: r[2] for tag, r in state["pictures"]["ranges"].items()} == {f"scenemetrics/panel/{i}": 3 for i in range(3)}
+    assert {tag: r[2] for tag, r in state["pictures"]["ranges"].items()} == {
+        f"scenemetrics/panel/{i}": 3 for i in range(3)
+    }
     resumed = SceneMetricsMonitor({"mse": torchmetrics.MeanSquaredError()}, every_n_steps=3)
     resumed.load_state_dict(state)
     assert not resumed.should_log(6) and resumed.should_log(9)

@@ -16,7 +16,9 @@ pytestmark = pytest.mark.nerfstudio
 ns = pytest.importorskip("nerfstudio")
 
 import scenemetrics as sm  # noqa: E402
-from scenemetrics.callbacks.evaluation import map_image  # noqa: E402
+from scenemetrics.callbacks.pictures import draw_map  # noqa: E402
+from scenemetrics.viz import DisplayRange, apply_colormap  # noqa: E402
+from tests.utils.display_range import first_range  # noqa: E402
 from tests.utils.standin_metrics import PRISMDistance  # noqa: E402
 
 
@@ -226,13 +228,26 @@ def test_callback_on_stub_pipeline(tmp_path, written) -> None:
     metric.update(torch.stack([r.clamp(0, 1).permute(2, 0, 1) for r in renders]))
     assert scalars["scenemetrics/puzzlesim"][0] == pytest.approx(float(metric.compute()), abs=1e-6)
     assert scalars["scenemetrics/puzzlesim"][1] == 10
-    (name, image, step), *rest = written["images"]
-    assert (name, step, rest) == ("scenemetrics/puzzlesim/map/0", 10, [])
+    names = [(name, step) for name, _, step in written["images"]]
+    assert names == [
+        ("scenemetrics/puzzlesim/map/0", 10),
+        ("scenemetrics/panel/0", 10),  # render | target | abs error (the default panel_map)
+        ("scenemetrics/panel_over_time/0", 10),
+    ]
+    image = written["images"][0][1]
     assert image.dtype == torch.float32 and 0 <= float(image.min()) <= 1 and image.shape[2] == 3
     single = sm.PuzzleSim(refs, weights_path=w)
     single.update(renders[0].clamp(0, 1).permute(2, 0, 1)[None])
-    expected = map_image(single.last_maps[0], "puzzlesim", 0)  # the 24x32 map as a titled picture with colour bar
-    assert torch.equal((image * 255).round().to(torch.uint8), expected.permute(1, 2, 0))
+    # the 24x32 map as a titled picture with colour bar, on its 2nd-98th percentile widened to 1 (first step)
+    values = single.last_maps[0]
+    rng = DisplayRange(*first_range(values, higher_is_better=True))
+    assert cb.runner.pictures.ranges["scenemetrics/puzzlesim/map/0"][:3] == pytest.approx((rng.vmin, rng.vmax, 10))
+    box = draw_map(values, "puzzlesim", 0, step=10, display_range=rng).tiles[0]
+    x0, y0, x1, y1 = box["box"]
+    got = (image * 255).round().to(torch.uint8).permute(2, 0, 1)[:, y0 : y1 : box["scale"], x0 : x1 : box["scale"]]
+    assert torch.equal(got, apply_colormap(values, "jet_r", rng.vmin, rng.vmax))
+    # the pipeline's state module now holds the fixed ranges (what nerfstudio's checkpoint saves)
+    assert cb._state is None  # the stub pipeline has no scenemetrics_state module
 
 
 def test_callback_prism_wiring_with_standins(tmp_path, written, monkeypatch) -> None:
