@@ -141,6 +141,12 @@ def test_example_loop_writes_tensorboard_events(tmp_path):
     assert [e.step for e in acc.Scalars("scenemetrics/puzzlesim")] == [2, 4]
     assert all(0.0 <= e.value <= 1.0 for e in acc.Scalars("scenemetrics/puzzlesim"))
     assert {"scenemetrics/puzzlesim/map/0", "scenemetrics/puzzlesim/map/1"} <= set(tags["images"])
+    # render | target | abs error panels of both views at both steps, and view 0's error over time
+    for tag in ("scenemetrics/panel/0", "scenemetrics/panel/1", "scenemetrics/panel_over_time/0"):
+        assert [e.step for e in acc.Images(tag)] == [2, 4], tag
+    assert set(monitor.state_dict()["pictures"]["ranges"]) == {
+        "scenemetrics/panel/0", "scenemetrics/panel/1", "scenemetrics/puzzlesim/map/0", "scenemetrics/puzzlesim/map/1"
+    }  # fmt: skip
 
 
 def _ddp_worker(rank, world, port, out):
