@@ -49,12 +49,14 @@ __all__ = [
     "Picture",
     "apply_colormap",
     "blend",
+    "colormap_for",
     "comparison_panel",
     "font",
     "hstack",
     "map_overlay",
     "map_picture",
     "panel",
+    "quality_range",
     "robust_range",
     "save_png",
     "save_raw_map",
@@ -132,6 +134,18 @@ def _matplotlib_colormap(name: str, v: Tensor) -> Tensor:
         ) from None
     rgba = cmap(v.numpy())
     return torch.from_numpy(rgba[..., :3]).permute(2, 0, 1).float()
+
+
+def colormap_for(colormap: str, higher_is_better: bool | None) -> str:
+    """The colormap of a map: ``colormap`` for similarities (and maps of unknown direction), its reversal for errors.
+
+    Example:
+        >>> colormap_for("jet_r", True), colormap_for("jet_r", False), colormap_for("viridis", False)
+        ('jet_r', 'jet', 'viridis_r')
+    """
+    if higher_is_better is False:
+        return colormap[:-2] if colormap.endswith("_r") else f"{colormap}_r"
+    return colormap
 
 
 def to_uint8(image: Tensor) -> Tensor:
@@ -285,6 +299,21 @@ def robust_range(
             vmin = vmax - min_span
             rule = f"almost flat map: colours span [{top} - {min_span:g}, {top}]"
     return DisplayRange(vmin, vmax, rule)
+
+
+def quality_range(values: Tensor | np.ndarray, higher_is_better: bool | None) -> DisplayRange:
+    """:func:`robust_range` of a quality map, widened to the value of a perfect render: up to 1 for a similarity
+    (``higher_is_better=True``: PuzzleSim, SSIM), down to 0 for an error (``False``: LPIPS, absolute error); not
+    widened when the direction is unknown (``None``).
+
+    Example:
+        >>> r = quality_range(torch.linspace(0.1, 0.3, 101), higher_is_better=False)
+        >>> r.vmin, round(r.vmax, 3)
+        (0.0, 0.296)
+    """
+    return robust_range(
+        values, up_to=1.0 if higher_is_better is True else None, down_to=0.0 if higher_is_better is False else None
+    )
 
 
 def _ordinal(p: float) -> str:

@@ -18,12 +18,11 @@ from scenemetrics.callbacks.pictures import (
     PanelMap,
     PictureState,
     check_map_range,
-    colormap_for,
     draw_panel,
     parse_map_range,
 )
 from scenemetrics.callbacks.views import prepare_view
-from scenemetrics.viz import DisplayRange, apply_colormap, to_uint8
+from scenemetrics.viz import DisplayRange, apply_colormap, colormap_for, to_uint8
 from tests.utils.display_range import first_range
 
 H, W = 24, 32  # not square: a swapped height and width cannot go unnoticed

@@ -51,7 +51,6 @@ from scenemetrics.callbacks.pictures import (
     PANEL_MAPS,
     PictureState,
     check_panel_map,
-    colormap_for,
     draw_map,
     draw_panel,
     draw_strip,
@@ -67,7 +66,7 @@ from scenemetrics.registry import (
     adapter_for,
     get_metric,
 )
-from scenemetrics.viz import apply_colormap, to_uint8
+from scenemetrics.viz import apply_colormap, colormap_for, to_uint8
 
 __all__ = [
     "EvaluationResult",

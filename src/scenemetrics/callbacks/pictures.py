@@ -51,7 +51,7 @@ from scenemetrics.viz import (
     comparison_panel,
     map_picture,
     panel,
-    robust_range,
+    quality_range,
 )
 
 __all__ = [
@@ -64,7 +64,6 @@ __all__ = [
     "check_map_range",
     "check_panel_map",
     "check_strip_steps",
-    "colormap_for",
     "draw_map",
     "draw_panel",
     "draw_strip",
@@ -150,18 +149,6 @@ def check_strip_steps(value: Any) -> int:
     return value
 
 
-def colormap_for(colormap: str, higher_is_better: bool | None) -> str:
-    """The colormap of a map: ``colormap`` for similarities (and maps of unknown direction), its reversal for errors.
-
-    Example:
-        >>> colormap_for("jet_r", True), colormap_for("jet_r", False), colormap_for("viridis", False)
-        ('jet_r', 'jet', 'viridis_r')
-    """
-    if higher_is_better is False:
-        return colormap[:-2] if colormap.endswith("_r") else f"{colormap}_r"
-    return colormap
-
-
 def _meaning(higher_is_better: bool | None, colormap: str) -> str:
     warm = colormap.startswith("jet")
     if higher_is_better is True:
@@ -213,9 +200,7 @@ class PictureState:
             return DisplayRange(*self.map_range, "fixed range (map_range)")
         if not _finite(values):
             return DisplayRange(0.0, 1.0, "no finite value in the map: fixed range 0 to 1")
-        own = robust_range(
-            values, up_to=1.0 if higher_is_better is True else None, down_to=0.0 if higher_is_better is False else None
-        )
+        own = quality_range(values, higher_is_better)
         if self.map_range == "per-map":
             return own
         stored = self.ranges.get(tag)
