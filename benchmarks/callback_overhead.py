@@ -4,7 +4,8 @@ R-CPU (the CPU workload of the library's overhead budget: evaluations every 500 
 time): the tiny pure-PyTorch Gaussian-splat renderer (:mod:`scenemetrics.tiny_splat`), 1024 Gaussians, 16 training views
 of 64×64, one view per Adam step, in a Lightning loop on 2 CPU threads; the callback runs PuzzleSim (SqueezeNet 1.1,
 random weights: speed does not depend on the values) on 4 held-out views with the 16 training views as references, logs
-the scalar and the colormapped maps to TensorBoard.
+the scalar, the colormapped maps and the render | target | error panels (the default ``panel_map="abs"``; their own
+cost is measured by ``benchmarks/panel_overhead.py``) to TensorBoard.
 
 Each repeat fits the same model twice from the same initialisation, without and with the callback
 (``--every-n-steps`` during the benchmark, so that a short run contains evaluations), and times:

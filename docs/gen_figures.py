@@ -1,7 +1,7 @@
 """Generate every figure of the documentation site into ``docs/figures/`` (run from the repository root).
 
     python docs/gen_figures.py            # all figures (a few minutes on 2 CPU cores)
-    python docs/gen_figures.py puzzlesim  # some of them: puzzlesim osim tensorboard eval prism wireframe openlex3d
+    python docs/gen_figures.py puzzlesim  # some: puzzlesim osim tensorboard callbacks eval prism wireframe openlex3d
 
 Every figure is a real output of the library on the package's procedural demo scene (``scenemetrics.synthetic``,
 the scene of ``scenemetrics demo``) or on other generated data, computed with **random network weights** (no
@@ -90,6 +90,72 @@ def tensorboard_figure(work: Path) -> list[str]:
     fig.savefig(FIGURES / "tensorboard_images.png", dpi=80)
     plt.close(fig)
     return ["tensorboard_images.png"]
+
+
+def _event_images(logdir: Path) -> dict[str, dict[int, Path]]:
+    """Every image of a TensorBoard run as a PNG file: ``{tag: {step: path}}`` (written next to the events)."""
+    import io
+
+    from PIL import Image
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(logdir), size_guidance={"images": 0})
+    acc.Reload()
+    out: dict[str, dict[int, Path]] = {}
+    for tag in acc.Tags()["images"]:
+        for event in acc.Images(tag):
+            path = logdir / f"{tag.replace('/', '_')}_{event.step}.png"
+            Image.open(io.BytesIO(event.encoded_image_string)).convert("RGB").save(path)
+            out.setdefault(tag, {})[event.step] = path
+    return out
+
+
+def callbacks_figures(work: Path) -> list[str]:
+    """What the training callbacks log, read back from TensorBoard after a real (tiny, CPU) training run of
+    ``examples/monitor_tiny_splat.py``: a render | target | error panel, the same view at two steps on one display
+    range, the error over time; and a panel of the ``scenemetrics eval`` report's worst views."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    logdir = work / "tb"
+    cmd = [sys.executable, str(ROOT / "examples" / "monitor_tiny_splat.py"), "--steps", "100", "--every-n-steps",
+           "50", "--random-weights", "--out", str(logdir)]  # fmt: skip
+    subprocess.run(cmd, check=True, cwd=ROOT, capture_output=True)
+    images = _event_images(logdir)
+    made = [
+        _copy(images["scenemetrics/panel/0"][100], "callbacks_panel.png"),
+        _copy(images["scenemetrics/panel_over_time/0"][100], "callbacks_panel_over_time.png"),
+    ]
+    tags = ("scenemetrics/panel/0", "scenemetrics/puzzlesim/map/0")
+    fig, axes = plt.subplots(len(tags), 2, figsize=(8.4, 7.4), squeeze=False)
+    fig.patch.set_facecolor("#f5f5f5")
+    for row, tag in enumerate(tags):
+        for col, step in enumerate((50, 100)):
+            ax = axes[row][col]
+            ax.imshow(Image.open(images[tag][step]), interpolation="nearest")
+            ax.set_title(f"{tag}\nstep {step}", fontsize=9, loc="left", family="monospace")
+            ax.set_xticks([])
+            ax.set_yticks([])
+    fig.suptitle("TensorBoard step slider at 50 and 100: one display range per view, so colours compare", x=0.01,
+                 ha="left", fontsize=11)  # fmt: skip
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
+    fig.savefig(FIGURES / "callbacks_two_steps.png", dpi=90)
+    plt.close(fig)
+    made.append("callbacks_two_steps.png")
+
+    spec = importlib.util.spec_from_file_location("eval_synthetic", ROOT / "examples" / "eval_synthetic.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    root = module.write_tree(work / "tree")
+    results = work / "results"
+    _cli("eval", "--root", str(root), "--out", str(results), "--metrics", "abs_error,ssim_map", "--panels", "1",
+         "--quiet")  # fmt: skip
+    panels = sorted((results / "report" / "panels" / "artifacts").rglob("abs_error-000.png"))
+    made.append(_copy(panels[0], "eval_panel.png"))
+    return made
 
 
 def _chromium() -> str:
@@ -235,6 +301,7 @@ def prism_figure(work: Path) -> list[str]:
 STEPS: dict[str, Callable[[Path], list[str]]] = {
     "puzzlesim": demo_figures,  # also the OSIM overlays: one demo run makes both
     "tensorboard": tensorboard_figure,
+    "callbacks": callbacks_figures,
     "eval": eval_figure,
     "prism": prism_figure,
     "wireframe": wireframe_table,

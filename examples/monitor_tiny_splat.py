@@ -3,7 +3,10 @@
 The loop is shaped like gsplat's ``examples/simple_trainer.py`` and the original 3DGS ``train.py``: fit Gaussian
 parameters to training views one step at a time. The monitor adds two lines: one to build it, one per step
 (``monitor.maybe_log(step, render_fn, views)``), which renders the held-out views only when it logs. It writes
-``scenemetrics/puzzlesim``, ``scenemetrics/psnr`` and the PuzzleSim maps ``scenemetrics/puzzlesim/map/<i>``.
+``scenemetrics/puzzlesim``, ``scenemetrics/psnr``, the PuzzleSim maps ``scenemetrics/puzzlesim/map/<i>``, the
+render | target | error panels ``scenemetrics/panel/<i>`` and view 0's error over time
+``scenemetrics/panel_over_time/0``; the colours of each picture keep the range of its first step, so errors
+visibly shrink along TensorBoard's step slider.
 The renderer is the pure-PyTorch :mod:`scenemetrics.tiny_splat` (CPU); ``examples/monitor_gsplat.py`` is the same
 kind of loop with gsplat. Runs from an install (``pip install scenemetrics tensorboard``)::
 
@@ -25,6 +28,7 @@ from torchmetrics.image import PeakSignalNoiseRatio
 
 import scenemetrics as sm
 from scenemetrics.callbacks import SceneMetricsMonitor
+from scenemetrics.callbacks.pictures import parse_map_range
 from scenemetrics.tiny_splat import make_splat_scene, random_gaussians, render_gaussians
 
 
@@ -39,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=Path("runs/monitor_tiny_splat"), help="TensorBoard folder")
     parser.add_argument("--weights", type=Path, default=None, help="SqueezeNet 1.1 checkpoint (default: cache)")
     parser.add_argument("--random-weights", action="store_true", help="use random backbone weights (offline demo)")
+    parser.add_argument("--panel-map", choices=("abs", "ssim", "lpips", "none"), default="abs", help="panels' map")
+    parser.add_argument("--map-range", default="first", help="first, per-map or VMIN,VMAX (colours of maps, panels)")
     return parser
 
 
@@ -71,6 +77,8 @@ def main(argv: list[str] | None = None) -> SceneMetricsMonitor:
         references=scene.train_images,
         every_n_steps=args.every_n_steps,
         logger=writer,
+        panel_map=None if args.panel_map == "none" else args.panel_map,
+        map_range=parse_map_range(args.map_range),
     )
     for step in range(1, args.steps + 1):
         i = int(torch.randint(len(scene.train_images), ()))

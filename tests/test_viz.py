@@ -14,10 +14,13 @@ from scenemetrics.viz import (
     DisplayRange,
     apply_colormap,
     blend,
+    colormap_for,
+    comparison_panel,
     hstack,
     map_overlay,
     map_picture,
     panel,
+    quality_range,
     robust_range,
     save_png,
     save_raw_map,
@@ -300,3 +303,43 @@ def test_raw_map_file_holds_the_exact_values(tmp_path):
         save_raw_map(m, tmp_path / "a.png")
     with pytest.raises(ValueError, match="`values` must be a 2-D tensor"):
         save_raw_map(m[None], tmp_path / "b.npy")
+
+
+def test_robust_range_widened_to_a_perfect_value_and_flat_maps_at_that_end():
+    # percentiles by hand: linspace(0.2, 0.5, 101) has its 2nd / 98th percentiles at 0.206 / 0.494
+    errors = torch.linspace(0.2, 0.5, 101)
+    r = robust_range(errors, down_to=0.0)
+    assert (r.vmin, round(r.vmax, 6)) == (0.0, 0.494) and "widened to include 0" in r.rule
+    r = robust_range(torch.linspace(0.5, 0.9, 101), up_to=1.0)
+    assert (round(r.vmin, 6), r.vmax) == (0.508, 1.0)
+    # a flat error map of zeros: [0, 0.01] (zero shows the colour of "no error"); a flat similarity of ones: [0.99, 1]
+    assert (robust_range(torch.zeros(8, 8), down_to=0.0).vmin, robust_range(torch.zeros(8, 8), down_to=0.0).vmax) == (
+        0.0,
+        0.01,
+    )
+    flat = robust_range(torch.ones(8, 8), up_to=1.0)
+    assert (round(flat.vmin, 6), flat.vmax) == (0.99, 1.0)
+    assert quality_range(errors, higher_is_better=None) == robust_range(errors)  # unknown direction: not widened
+    assert quality_range(errors, higher_is_better=False) == robust_range(errors, down_to=0.0)
+
+
+def test_colormap_for_reverses_only_error_maps():
+    assert [colormap_for("jet_r", h) for h in (True, None, False)] == ["jet_r", "jet_r", "jet"]
+    assert colormap_for("gray", False) == "gray_r"
+
+
+def test_comparison_panel_keeps_the_images_pixels_and_checks_sizes():
+    g = torch.Generator().manual_seed(0)
+    render, target = torch.rand(3, 9, 13, generator=g), torch.rand(3, 9, 13, generator=g)
+    values = (render - target).abs().mean(dim=0)
+    rng = DisplayRange(0.0, 0.5)
+    pic = comparison_panel(render, target, values, title="t", display_range=rng, labels=("a", "b", "c"))
+    boxes = [tile["box"] for tile in pic.tiles]
+    assert [t["label"] for t in pic.tiles] == ["a", "b", "c"] and pic.colorbar.range == rng
+    expected = [to_uint8(render), to_uint8(target), apply_colormap(values, "jet", 0.0, 0.5)]
+    for (x0, y0, x1, y1), tile in zip(boxes, expected, strict=True):
+        assert torch.equal(pic.image[:, y0:y1, x0:x1], tile)  # 13 x 9: not enlarged (min_height=0)
+    with pytest.raises(ValueError, match="`render`"):
+        comparison_panel(render, target[:, :8], values, title="t", display_range=rng)
+    with pytest.raises(ValueError, match="`values`"):
+        comparison_panel(render, target, values[:8], title="t", display_range=rng)

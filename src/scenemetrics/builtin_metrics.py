@@ -16,6 +16,9 @@ name           metric                                                       inpu
 ``osim``       ``scenemetrics.OSIM``                                        gt / paired, objects         high
 ``prism``      ``scenemetrics.PRISMDistance``                               gt, cameras / prism_distance low
 ``prism_mmd``  ``scenemetrics.PRISMMMD`` (anchors from ``anchors=`` file)   cameras / prism_mmd          low
+``ssim_map``   ``scenemetrics.fullref.SSIMMap``                             gt / paired, map             high
+``lpips_map``  ``scenemetrics.fullref.LPIPSMap``                            gt / paired, map             low
+``abs_error``  ``scenemetrics.fullref.AbsErrorMap``                         gt / paired, map             low
 =============  ===========================================================  ===========================  =====
 
 Example:
@@ -43,6 +46,7 @@ from scenemetrics.registry import MetricConfig, Option, register_metric
 
 __all__ = [
     "build_lpips",
+    "build_lpips_map",
     "build_osim",
     "build_prism",
     "build_prism_mmd",
@@ -452,4 +456,72 @@ register_metric(
     update="prism_mmd",
     metric_class="scenemetrics.prism.metric:PRISMMMD",
     **_PRISM_ADAPTER,
+)
+
+
+# ---- ssim_map, lpips_map, abs_error (scenemetrics.fullref: per-pixel maps of full-reference scores) ------------------
+
+
+def build_lpips_map(config: MetricConfig) -> Any:
+    """:class:`scenemetrics.fullref.LPIPSMap` (spatial LPIPS); with random weights, a random backbone (seed 0, the
+    same file the ``lpips`` metric uses) and the published linear layers (bundled with torchmetrics)."""
+    from scenemetrics.fullref import NETS, LPIPSMap
+
+    kwargs = dict(config.kwargs)
+    if config.random_weights:
+        from scenemetrics.puzzlesim import random_checkpoint
+
+        arch = NETS[kwargs.get("net", "alex")].arch
+        path = config.work_dir / f"lpips-{arch}-random.pth"
+        kwargs["weights_path"] = str(random_checkpoint(arch, path, include_classifier=False))
+    return LPIPSMap(**kwargs)
+
+
+register_metric(
+    "ssim_map",
+    "scenemetrics.fullref.metric:SSIMMap",
+    options=[
+        Option("data_range", float, 1.0, "the L of C1 = (0.01 L)^2, C2 = (0.03 L)^2 (1: images in [0, 1])", low=1e-6)
+    ],
+    inputs=("gt",),
+    higher_is_better=True,
+    description="SSIM (torchmetrics' definition) of each render vs its ground truth, with its per-pixel SSIM map",
+    update="paired",
+    metric_class="scenemetrics.fullref.metric:SSIMMap",
+    pictures=("map",),
+)
+register_metric(
+    "lpips_map",
+    build_lpips_map,
+    # family "lpips": --lpips-net and --lpips-weights set both LPIPS metrics (one backbone file for score and map)
+    family="lpips",
+    options=[
+        Option("net", str, "alex", "LPIPS backbone", choices=tuple(_LPIPS_BACKBONES)),
+        Option(
+            "weights", Path, None, "torchvision checkpoint of the backbone (file or folder)", argument="weights_path"
+        ),
+        Option(
+            "linear_weights",
+            Path,
+            None,
+            "LPIPS v0.1 linear layers (<net>.pth, file or folder; default: torchmetrics' bundled copy, verified)",
+            argument="linear_weights_path",
+        ),
+    ],
+    inputs=("gt",),
+    higher_is_better=False,
+    description="LPIPS (lpips package's definition) of each render vs its ground truth, with its spatial LPIPS map",
+    update="paired",
+    metric_class="scenemetrics.fullref.metric:LPIPSMap",
+    pictures=("map",),
+)
+register_metric(
+    "abs_error",
+    "scenemetrics.fullref.metric:AbsErrorMap",
+    inputs=("gt",),
+    higher_is_better=False,
+    description="mean absolute error of each render vs its ground truth, with its map |render - gt| (RGB mean)",
+    update="paired",
+    metric_class="scenemetrics.fullref.metric:AbsErrorMap",
+    pictures=("map",),
 )

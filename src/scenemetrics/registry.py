@@ -32,8 +32,9 @@ Each entry (a :class:`MetricAdapter`) declares, for one metric:
 A metric instance no entry claims gets the generic adapter: ``"references"`` when it has ``set_references``, else
 ``"paired"``; its pictures are whatever it exposes.
 
-The built-in metrics (``psnr``, ``ssim``, ``lpips``, ``puzzlesim``, ``osim``, ``prism``, ``prism_mmd``) are declared
-in :mod:`scenemetrics.builtin_metrics`, which the lookups below import on first use. A plugin declares its adapter
+The built-in metrics (``psnr``, ``ssim``, ``lpips``, ``puzzlesim``, ``osim``, ``prism``, ``prism_mmd``, and the maps
+``ssim_map``, ``lpips_map``, ``abs_error``) are declared in :mod:`scenemetrics.builtin_metrics`, which the lookups
+below import on first use. A plugin declares its adapter
 with :func:`register_metric`, in a module passed to ``scenemetrics eval --plugin`` or named by a
 ``scenemetrics.evaluation`` entry point (loaded by ``eval`` and the nerfstudio callback); the Lightning callback
 finds it as soon as the module is imported::

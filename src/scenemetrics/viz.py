@@ -49,11 +49,14 @@ __all__ = [
     "Picture",
     "apply_colormap",
     "blend",
+    "colormap_for",
+    "comparison_panel",
     "font",
     "hstack",
     "map_overlay",
     "map_picture",
     "panel",
+    "quality_range",
     "robust_range",
     "save_png",
     "save_raw_map",
@@ -131,6 +134,18 @@ def _matplotlib_colormap(name: str, v: Tensor) -> Tensor:
         ) from None
     rgba = cmap(v.numpy())
     return torch.from_numpy(rgba[..., :3]).permute(2, 0, 1).float()
+
+
+def colormap_for(colormap: str, higher_is_better: bool | None) -> str:
+    """The colormap of a map: ``colormap`` for similarities (and maps of unknown direction), its reversal for errors.
+
+    Example:
+        >>> colormap_for("jet_r", True), colormap_for("jet_r", False), colormap_for("viridis", False)
+        ('jet_r', 'jet', 'viridis_r')
+    """
+    if higher_is_better is False:
+        return colormap[:-2] if colormap.endswith("_r") else f"{colormap}_r"
+    return colormap
 
 
 def to_uint8(image: Tensor) -> Tensor:
@@ -219,13 +234,16 @@ def robust_range(
     low: float = 2.0,
     high: float = 98.0,
     min_span: float = 0.01,
+    up_to: float | None = None,
+    down_to: float | None = None,
 ) -> DisplayRange:
     """Display range of one map (or several maps shown with one colour bar): the ``low``-``high`` percentiles.
 
     Percentiles ignore the extreme ``low`` % at each end, so a few outlier pixels do not wash out the picture, and
-    adapt to any scene: a PuzzleSim map between 0.95 and 0.99 uses the whole colormap. When the percentiles are
-    closer than ``min_span`` (an almost flat map), the range is ``[high percentile - min_span, high percentile]``:
-    a flat map then shows the colour of its upper end (for PuzzleSim, "plausible") instead of magnified noise.
+    adapt to any scene: a PuzzleSim map between 0.95 and 0.99 uses the whole colormap. ``up_to`` / ``down_to``
+    widen the range to a value first. When the range is narrower than ``min_span`` (an almost flat map), it becomes
+    ``[vmax - min_span, vmax]``, or ``[vmin, vmin + min_span]`` with ``down_to``: a flat map then shows the colour
+    of the end it sits at (for PuzzleSim, "plausible"; for an error map, "no error") instead of magnified noise.
     NaN and infinite values are ignored.
 
     Args:
@@ -233,6 +251,9 @@ def robust_range(
         low: lower percentile in [0, 100).
         high: upper percentile in (low, 100].
         min_span: smallest ``vmax - vmin`` (> 0).
+        up_to: the range reaches at least up to this value (the value of a perfect render in a similarity map:
+            1); applied before ``min_span``.
+        down_to: the range reaches at least down to this value (a perfect render in an error map: 0).
 
     Returns:
         A :class:`DisplayRange` whose ``rule`` states the percentiles.
@@ -244,6 +265,9 @@ def robust_range(
         >>> r = robust_range(torch.linspace(0, 1, 101))
         >>> round(r.vmin, 6), round(r.vmax, 6)
         (0.02, 0.98)
+        >>> r = robust_range(torch.linspace(0.5, 0.9, 101), up_to=1.0)
+        >>> round(r.vmin, 6), r.vmax, r.rule
+        (0.508, 1.0, 'colours span the 2nd-98th percentile of the map, widened to include 1')
     """
     if not (0.0 <= low < high <= 100.0):
         raise ValueError(f"`low` and `high` must satisfy 0 <= low < high <= 100; received {low}, {high}")
@@ -260,12 +284,36 @@ def robust_range(
         raise ValueError("`values` holds no finite value to choose a display range from")
     vmin, vmax = (float(v) for v in np.percentile(flat, [low, high]))
     rule = f"colours span the {_ordinal(low)}-{_ordinal(high)} percentile of the map"
+    if up_to is not None and vmax < up_to:
+        vmax = float(up_to)
+        rule += f", widened to include {up_to:g}"
+    if down_to is not None and vmin > down_to:
+        vmin = float(down_to)
+        rule += f", widened to include {down_to:g}"
     if vmax - vmin < min_span:
-        vmin = vmax - min_span
-        rule = (
-            f"almost flat map: colours span [{_ordinal(high)} percentile - {min_span:g}, {_ordinal(high)} percentile]"
-        )
+        if down_to is not None:
+            vmax = vmin + min_span
+            rule = f"almost flat map: colours span [{vmin:g}, {vmin:g} + {min_span:g}]"
+        else:
+            top = f"{vmax:g}" if up_to is not None else f"{_ordinal(high)} percentile"
+            vmin = vmax - min_span
+            rule = f"almost flat map: colours span [{top} - {min_span:g}, {top}]"
     return DisplayRange(vmin, vmax, rule)
+
+
+def quality_range(values: Tensor | np.ndarray, higher_is_better: bool | None) -> DisplayRange:
+    """:func:`robust_range` of a quality map, widened to the value of a perfect render: up to 1 for a similarity
+    (``higher_is_better=True``: PuzzleSim, SSIM), down to 0 for an error (``False``: LPIPS, absolute error); not
+    widened when the direction is unknown (``None``).
+
+    Example:
+        >>> r = quality_range(torch.linspace(0.1, 0.3, 101), higher_is_better=False)
+        >>> r.vmin, round(r.vmax, 3)
+        (0.0, 0.296)
+    """
+    return robust_range(
+        values, up_to=1.0 if higher_is_better is True else None, down_to=0.0 if higher_is_better is False else None
+    )
 
 
 def _ordinal(p: float) -> str:
@@ -641,6 +689,69 @@ def map_picture(
         colorbar=ColorBar(rng, colormap, value_label),
         notes=lines,
         min_height=min_height,
+        font_size=font_size,
+    )
+
+
+def comparison_panel(
+    render: Tensor,
+    target: Tensor,
+    values: Tensor,
+    *,
+    title: str,
+    display_range: DisplayRange,
+    colormap: str = "jet",
+    value_label: str = "error",
+    labels: Sequence[str] = ("render", "ground truth", "map"),
+    notes: Sequence[str] = (),
+    font_size: int | None = None,
+) -> Picture:
+    """Render | ground truth | coloured map, each at the images' own resolution (unscaled), with a colour bar.
+
+    The three tiles have the same size as the images, pixel for pixel (``min_height=0``: nothing is enlarged or
+    shrunk, so a person can compare pixels); the map is coloured on ``display_range`` (values outside take the end
+    colours) and the colour bar's ticks are real map values. This is the training callbacks' panel
+    (``<prefix>panel/<i>``) and the ``scenemetrics eval`` report's panel of the worst views.
+
+    Args:
+        render: ``(3, H, W)`` image (float in [0, 1] or uint8).
+        target: its ground truth, same shape.
+        values: ``(H, W)`` map comparing them (e.g. :func:`scenemetrics.fullref.abs_error_map`).
+        title: text at the top (say which map and, during training, which step).
+        display_range: the values the colours span.
+        colormap: colormap of the map (``"jet"``: high = warm; use ``"jet_r"`` for similarities, where low is bad).
+        value_label: what the map's values are (over the colour bar).
+        labels: labels of the render, ground-truth and map tiles.
+        notes: lines under the picture (e.g. how the range was chosen).
+        font_size: as :func:`panel`.
+
+    Returns:
+        A :class:`Picture` whose ``tiles`` give the three boxes (each ``W x H``).
+
+    Raises:
+        ValueError: images of different sizes, or a map of another size than the images.
+
+    Example:
+        >>> import torch
+        >>> r, t = torch.zeros(3, 20, 30), torch.full((3, 20, 30), 0.5)
+        >>> pic = comparison_panel(r, t, (r - t).abs().mean(0), title="abs error", display_range=DisplayRange(0, 1))
+        >>> [(x1 - x0, y1 - y0) for x0, y0, x1, y1 in (tile["box"] for tile in pic.tiles)]
+        [(30, 20), (30, 20), (30, 20)]
+    """
+    a, b = to_uint8(render), to_uint8(target)
+    if a.shape != b.shape:
+        raise ValueError(f"`render` {tuple(a.shape)} and `target` {tuple(b.shape)} must have the same shape")
+    if not isinstance(values, Tensor) or tuple(values.shape) != tuple(a.shape[1:]):
+        shape = tuple(values.shape) if isinstance(values, Tensor) else type(values).__name__
+        raise ValueError(f"`values` must be a (H, W) map of the images' size {tuple(a.shape[1:])}; received {shape}")
+    coloured = apply_colormap(values, colormap, display_range.vmin, display_range.vmax)
+    tiles = [(labels[0], a), (labels[1], b), (labels[2], coloured)]
+    return panel(
+        tiles,
+        title=title,
+        colorbar=ColorBar(display_range, colormap, value_label),
+        notes=notes,
+        min_height=0,
         font_size=font_size,
     )
 

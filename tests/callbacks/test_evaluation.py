@@ -14,10 +14,12 @@ import torchmetrics
 
 import scenemetrics as sm
 from scenemetrics.callbacks import RenderedView
-from scenemetrics.callbacks.evaluation import MetricRunner, evenly_spaced, map_image, scalars_from_value
+from scenemetrics.callbacks.evaluation import MetricRunner, evenly_spaced, scalars_from_value
+from scenemetrics.callbacks.pictures import draw_map
 from scenemetrics.callbacks.views import as_rendered_view, prepare_view
 from scenemetrics.registry import MetricConfig, metric_kind
-from scenemetrics.viz import apply_colormap, map_picture, robust_range, to_uint8
+from scenemetrics.viz import DisplayRange, apply_colormap, to_uint8
+from tests.utils.display_range import first_range
 from tests.utils.standin_metrics import OSIM, PRISMMMD, MeanRender, PRISMDistance
 
 
@@ -90,24 +92,32 @@ def test_dispatch_scalars_and_images(weights, monkeypatch) -> None:
     independent.update(renders)
     assert result.scalars["scenemetrics/puzzlesim"] == pytest.approx(float(independent.compute()), abs=1e-6)
 
-    # images: PuzzleSim maps of views 0 and 1 (max_logged_images=2), OSIM overlays drawn after compute
+    # images: PuzzleSim maps and render | target | error panels of views 0 and 1 (max_logged_images=2), the panel of
+    # view 0 over time, OSIM overlays drawn after compute
     assert sorted(result.images) == [
         "scenemetrics/osim/overlay/0",
         "scenemetrics/osim/overlay/1",
+        "scenemetrics/panel/0",
+        "scenemetrics/panel/1",
+        "scenemetrics/panel_over_time/0",
         "scenemetrics/puzzlesim/map/0",
         "scenemetrics/puzzlesim/map/1",
     ]
     single = sm.PuzzleSim(refs, weights_path=weights)
     single.update(views[1].render)
-    # the logged map is the picture for people: the map on its 2nd-98th percentile, title and colour bar
-    assert torch.equal(result.images["scenemetrics/puzzlesim/map/1"], map_image(single.last_maps[0], "puzzlesim", 1))
-    picture = map_picture(single.last_maps[0], title="x", value_label="puzzlesim value")
-    assert result.images["scenemetrics/puzzlesim/map/1"].shape[1:] == picture.image.shape[1:]
+    # the logged map is the picture for people: the map on its 2nd-98th percentile widened to include 1 (a
+    # similarity), title and colour bar
+    values = single.last_maps[0]
+    expected = first_range(values, higher_is_better=True)
+    assert result.display_ranges["scenemetrics/puzzlesim/map/1"] == pytest.approx(expected, abs=1e-7)
+    rng = DisplayRange(*expected)
+    picture = draw_map(values, "puzzlesim", 1, step=None, display_range=rng, colormap="jet_r")
+    logged = result.images["scenemetrics/puzzlesim/map/1"]
+    assert logged.shape[2] == picture.image.shape[2]  # the notes under the map may wrap differently
     x0, y0, x1, y1 = picture.tiles[0]["box"]
-    rng = robust_range(single.last_maps[0])
     s = picture.tiles[0]["scale"]
-    expected_map = apply_colormap(single.last_maps[0], "jet_r", rng.vmin, rng.vmax)
-    assert torch.equal(result.images["scenemetrics/puzzlesim/map/1"][:, y0:y1:s, x0:x1:s], expected_map)
+    expected_map = apply_colormap(values, "jet_r", *expected)
+    assert torch.equal(logged[:, y0:y1:s, x0:x1:s], expected_map)
     assert [d[2] for d in drawn] == [0, 0]
     assert all(d[3] == pytest.approx(result.scalars["scenemetrics/osim"]) for d in drawn)
     assert "objects below the scene score" in drawn[0][4]
@@ -117,7 +127,7 @@ def test_dispatch_scalars_and_images(weights, monkeypatch) -> None:
 
 def test_second_evaluation_resets_and_no_images_when_not_collecting(weights) -> None:
     metric = MeanRender()
-    runner = MetricRunner({"mean": metric}, log_renders=True, max_logged_images=1)
+    runner = MetricRunner({"mean": metric}, log_renders=True, max_logged_images=1, panel_map=None)
     views = _views(2)
     first = _run(runner, views)
     assert list(first.images) == ["scenemetrics/render/0"]

@@ -84,14 +84,18 @@ def test_epoch_schedule() -> None:
 
 def test_state_dict_and_state_key() -> None:
     cb = _callback(prefix="sm/")
-    assert cb.state_dict() == {"last_eval_step": -1, "num_evaluations": 0}
-    cb.load_state_dict({"last_eval_step": 12, "num_evaluations": 3})
-    assert cb.state_dict() == {"last_eval_step": 12, "num_evaluations": 3}
+    empty = {"ranges": {}, "strip": {}}
+    assert cb.state_dict() == {"last_eval_step": -1, "num_evaluations": 0, "pictures": empty}
+    cb.load_state_dict({"last_eval_step": 12, "num_evaluations": 3})  # a checkpoint from before the pictures' state
+    assert cb.state_dict() == {"last_eval_step": 12, "num_evaluations": 3, "pictures": empty}
+    ranges = {"sm/panel/0": [0.0, 0.25, 10, "abs_error", "rule"]}
+    cb.load_state_dict({"last_eval_step": 12, "num_evaluations": 3, "pictures": {"ranges": ranges}})
+    assert cb.state_dict()["pictures"]["ranges"] == ranges
     other = SceneMetricsCallback({"b": MeanRender(), "a": MeanRender()}, eval_views=[0])
     assert cb.state_key != other.state_key
     assert "sm/" in cb.state_key and "['a', 'b']" in other.state_key
     # the metrics belong to the callback, not to a model: nothing of them in the callback state either
-    assert set(cb.state_dict()) == {"last_eval_step", "num_evaluations"}
+    assert set(cb.state_dict()) == {"last_eval_step", "num_evaluations", "pictures"}
 
 
 @pytest.mark.parametrize(

@@ -40,7 +40,11 @@ def test_renders_only_on_schedule_and_resumes(tmp_path):
     assert logged[0][1]["scenemetrics/mse"] == pytest.approx(float(expected), rel=1e-6)
     assert "scenemetrics/eval_seconds" in logged[0][1]
     state = monitor.state_dict()
-    assert state == {"last_eval_step": 6, "num_evaluations": 2}
+    assert (state["last_eval_step"], state["num_evaluations"]) == (6, 2)
+    # the panels' display ranges were fixed at step 3 and travel with the state
+    assert {tag: r[2] for tag, r in state["pictures"]["ranges"].items()} == {
+        f"scenemetrics/panel/{i}": 3 for i in range(3)
+    }
     resumed = SceneMetricsMonitor({"mse": torchmetrics.MeanSquaredError()}, every_n_steps=3)
     resumed.load_state_dict(state)
     assert not resumed.should_log(6) and resumed.should_log(9)
@@ -137,6 +141,12 @@ def test_example_loop_writes_tensorboard_events(tmp_path):
     assert [e.step for e in acc.Scalars("scenemetrics/puzzlesim")] == [2, 4]
     assert all(0.0 <= e.value <= 1.0 for e in acc.Scalars("scenemetrics/puzzlesim"))
     assert {"scenemetrics/puzzlesim/map/0", "scenemetrics/puzzlesim/map/1"} <= set(tags["images"])
+    # render | target | abs error panels of both views at both steps, and view 0's error over time
+    for tag in ("scenemetrics/panel/0", "scenemetrics/panel/1", "scenemetrics/panel_over_time/0"):
+        assert [e.step for e in acc.Images(tag)] == [2, 4], tag
+    assert set(monitor.state_dict()["pictures"]["ranges"]) == {
+        "scenemetrics/panel/0", "scenemetrics/panel/1", "scenemetrics/puzzlesim/map/0", "scenemetrics/puzzlesim/map/1"
+    }  # fmt: skip
 
 
 def _ddp_worker(rank, world, port, out):

@@ -18,7 +18,9 @@ pytestmark = pytest.mark.nerfstudio
 ns = need("nerfstudio", "nerfstudio")
 
 import scenemetrics as sm  # noqa: E402
-from scenemetrics.callbacks.evaluation import map_image  # noqa: E402
+from scenemetrics.callbacks.pictures import draw_map  # noqa: E402
+from scenemetrics.viz import DisplayRange, apply_colormap  # noqa: E402
+from tests.utils.display_range import first_range  # noqa: E402
 from tests.utils.standin_metrics import PRISMDistance  # noqa: E402
 
 
@@ -158,11 +160,12 @@ class _Model(torch.nn.Module):
         super().__init__()
         self.size = size
         self.calls = []
+        self.seed_offset = 0  # another offset: other renders (a model that trained on)
 
     def get_outputs_for_camera(self, camera):
         self.calls.append((self.training, camera.camera_to_worlds.clone()))
         centre = camera.camera_to_worlds[0, :, 3]
-        g = torch.Generator().manual_seed(int(1000 * float(centre.abs().sum())))
+        g = torch.Generator().manual_seed(int(1000 * float(centre.abs().sum())) + self.seed_offset)
         return {"rgb": 1.2 * torch.rand(*self.size, 3, generator=g), "background": torch.tensor([0.0, 0.0, 1.0])}
 
 
@@ -228,13 +231,26 @@ def test_callback_on_stub_pipeline(tmp_path, written) -> None:
     metric.update(torch.stack([r.clamp(0, 1).permute(2, 0, 1) for r in renders]))
     assert scalars["scenemetrics/puzzlesim"][0] == pytest.approx(float(metric.compute()), abs=1e-6)
     assert scalars["scenemetrics/puzzlesim"][1] == 10
-    (name, image, step), *rest = written["images"]
-    assert (name, step, rest) == ("scenemetrics/puzzlesim/map/0", 10, [])
+    names = [(name, step) for name, _, step in written["images"]]
+    assert names == [
+        ("scenemetrics/puzzlesim/map/0", 10),
+        ("scenemetrics/panel/0", 10),  # render | target | abs error (the default panel_map)
+        ("scenemetrics/panel_over_time/0", 10),
+    ]
+    image = written["images"][0][1]
     assert image.dtype == torch.float32 and 0 <= float(image.min()) <= 1 and image.shape[2] == 3
     single = sm.PuzzleSim(refs, weights_path=w)
     single.update(renders[0].clamp(0, 1).permute(2, 0, 1)[None])
-    expected = map_image(single.last_maps[0], "puzzlesim", 0)  # the 24x32 map as a titled picture with colour bar
-    assert torch.equal((image * 255).round().to(torch.uint8), expected.permute(1, 2, 0))
+    # the 24x32 map as a titled picture with colour bar, on its 2nd-98th percentile widened to 1 (first step)
+    values = single.last_maps[0]
+    rng = DisplayRange(*first_range(values, higher_is_better=True))
+    assert cb.runner.pictures.ranges["scenemetrics/puzzlesim/map/0"][:3] == pytest.approx((rng.vmin, rng.vmax, 10))
+    box = draw_map(values, "puzzlesim", 0, step=10, display_range=rng).tiles[0]
+    x0, y0, x1, y1 = box["box"]
+    got = (image * 255).round().to(torch.uint8).permute(2, 0, 1)[:, y0 : y1 : box["scale"], x0 : x1 : box["scale"]]
+    assert torch.equal(got, apply_colormap(values, "jet_r", rng.vmin, rng.vmax))
+    # the pipeline's state module now holds the fixed ranges (what nerfstudio's checkpoint saves)
+    assert cb._state is None  # the stub pipeline has no scenemetrics_state module
 
 
 def test_callback_prism_wiring_with_standins(tmp_path, written, monkeypatch) -> None:
@@ -305,3 +321,85 @@ def test_log_to_nerfstudio_works_as_the_first_nerfstudio_import() -> None:
         "log_to_nerfstudio(EvaluationResult({'scenemetrics/x': 1.0}, {'scenemetrics/m': torch.rand(3, 4, 4)}), 3)\n"
     )
     subprocess.run([sys.executable, "-W", "ignore", "-c", code], check=True)
+
+
+def test_display_ranges_travel_in_the_pipeline_state_through_a_checkpoint(tmp_path, written) -> None:
+    from nerfstudio.engine.callbacks import TrainingCallbackLocation
+    from nerfstudio.pipelines.base_pipeline import Pipeline
+
+    from scenemetrics.callbacks.nerfstudio import (
+        CallbackState,
+        SceneMetricsNerfstudioConfig,
+        SceneMetricsTrainingCallback,
+    )
+
+    class StatePipeline(_Pipeline):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scenemetrics_state = CallbackState()  # as SceneMetricsPipeline has
+
+    w = sm.puzzlesim.random_checkpoint("squeezenet1_1", tmp_path / "sq.pth")
+    cfg = SceneMetricsNerfstudioConfig(every_n_steps=10, num_eval_views=2, max_reference_views=3, puzzlesim_weights=w)
+    pipeline = StatePipeline()
+    cb = SceneMetricsTrainingCallback(pipeline, cfg)
+    result = cb.evaluate(10)
+    assert set(result.display_ranges) == {
+        "scenemetrics/puzzlesim/map/0", "scenemetrics/puzzlesim/map/1", "scenemetrics/panel/0",
+        "scenemetrics/panel/1", "scenemetrics/panel_over_time/0",
+    }  # fmt: skip
+    torch.save(pipeline.state_dict(), tmp_path / "pipeline.pt")  # what nerfstudio's trainer saves
+    state = torch.load(tmp_path / "pipeline.pt", weights_only=True)  # what it loads (torch's default since 2.6)
+    assert "scenemetrics_state._extra_state" in state
+
+    # nerfstudio's own Pipeline.load_state_dict hands the extra state to the module (model keys aside)
+    class NsPipeline(Pipeline):
+        def __init__(self) -> None:
+            torch.nn.Module.__init__(self)
+            self._model = torch.nn.Linear(1, 1)
+            self.scenemetrics_state = CallbackState()
+
+    loaded = NsPipeline()
+    loaded.load_state_dict({**state, "_model.weight": torch.ones(1, 1), "_model.bias": torch.zeros(1)})
+    assert loaded.scenemetrics_state.state["ranges"] == pipeline.scenemetrics_state.state["ranges"]
+
+    # a resumed run: a new pipeline gets the checkpoint before its callback exists (nerfstudio's order)
+    resumed = StatePipeline()
+    resumed.load_state_dict(state)
+    resumed.model.seed_offset = 7
+    cb2 = SceneMetricsTrainingCallback(resumed, cfg)
+    later = cb2.evaluate(20)
+    fixed = {tag: r for tag, r in result.display_ranges.items() if "over_time" not in tag}
+    assert {tag: later.display_ranges[tag] for tag in fixed} == fixed
+    fresh = StatePipeline()  # the same renders without the checkpoint: ranges of their own
+    fresh.model.seed_offset = 7
+    own = SceneMetricsTrainingCallback(fresh, cfg).evaluate(20).display_ranges
+    assert all(own[f"scenemetrics/panel/{i}"] != fixed[f"scenemetrics/panel/{i}"] for i in (0, 1))
+    assert cb2.runner.pictures.strip["steps"] == [10, 20]
+    cb.run_callback_at_location(20, TrainingCallbackLocation.AFTER_TRAIN_ITERATION)  # the old one runs on unaffected
+
+
+def test_panel_options_are_fields_and_flags() -> None:
+    import tyro
+    from nerfstudio.configs.method_configs import method_configs
+
+    from scenemetrics.callbacks.nerfstudio import SceneMetricsNerfstudioConfig, _map_range, add_scenemetrics
+
+    cfg = add_scenemetrics(method_configs["nerfacto"])
+    assert (cfg.pipeline.scenemetrics.panel_map, cfg.pipeline.scenemetrics.map_range) == ("abs", "first")
+    args = [
+        "--pipeline.scenemetrics.panel-map", "ssim", "--pipeline.scenemetrics.map-range", "0,0.5",
+        "--pipeline.scenemetrics.strip-steps", "4", "--pipeline.scenemetrics.lpips-weights", "/w/alexnet.pth",
+    ]  # fmt: skip
+    opts = tyro.cli(tyro.conf.FlagConversionOff[type(cfg)], default=cfg, args=args).pipeline.scenemetrics
+    assert (opts.panel_map, _map_range(opts), opts.strip_steps) == ("ssim", (0.0, 0.5), 4)
+    none = tyro.cli(
+        tyro.conf.FlagConversionOff[type(cfg)], default=cfg, args=["--pipeline.scenemetrics.panel-map", "None"]
+    )
+    assert none.pipeline.scenemetrics.panel_map is None
+    with pytest.raises(ValueError, match="map_range"):
+        add_scenemetrics(method_configs["nerfacto"], map_range="last")
+    with pytest.raises(ValueError, match="panel_map"):
+        add_scenemetrics(method_configs["nerfacto"], panel_map="l1")
+    with pytest.raises(ValueError, match="strip_steps"):
+        add_scenemetrics(method_configs["nerfacto"], strip_steps=-2)
+    assert SceneMetricsNerfstudioConfig().panel_map == "abs"

@@ -90,7 +90,13 @@ def test_plugin_in_lightning(toy) -> None:
     want_refs, want_paired = _expected(renders, targets, refs)
     assert result.scalars["scenemetrics/a"] == pytest.approx(want_refs, abs=1e-6)
     assert result.scalars["scenemetrics/b"] == pytest.approx(want_paired, abs=1e-6)
-    assert sorted(result.images) == ["scenemetrics/a/map/0", "scenemetrics/a/map/1"]
+    assert sorted(result.images) == [
+        "scenemetrics/a/map/0",
+        "scenemetrics/a/map/1",
+        "scenemetrics/panel/0",  # render | target | abs error of the views with a target
+        "scenemetrics/panel/1",
+        "scenemetrics/panel_over_time/0",
+    ]
 
 
 @pytest.mark.nerfstudio

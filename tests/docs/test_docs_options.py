@@ -16,7 +16,7 @@ from scenemetrics.evaluation import cli as eval_cli
 from scenemetrics.registry import OptionFlag, get_metric, metric_names, option_flags
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "eval.md"
-BUILTINS = ("psnr", "ssim", "lpips", "puzzlesim", "osim", "prism", "prism_mmd")
+BUILTINS = ("psnr", "ssim", "lpips", "puzzlesim", "osim", "prism", "prism_mmd", "ssim_map", "lpips_map", "abs_error")
 START, END = "<!-- options-table:start -->", "<!-- options-table:end -->"
 
 
@@ -65,7 +65,9 @@ def test_every_eval_flag_comes_from_a_schema() -> None:
     parser = argparse.ArgumentParser(prog="scenemetrics")
     eval_cli.register(parser.add_subparsers())
     sub = parser._subparsers._group_actions[0].choices["eval"]  # the `eval` parser
-    flags = {s for a in sub._actions for s in a.option_strings if re.match(r"--(lpips|puzzlesim|osim|prism)-", s)}
+    flags = {
+        s for a in sub._actions for s in a.option_strings if re.match(r"--(lpips|puzzlesim|osim|prism|ssim-map)-", s)
+    }
     derived = {"--" + f.name.replace("_", "-") for f in option_flags()}
     assert flags == derived
     # every option of every built-in metric has its flag; a family's flag sets all its metrics that declare the key
@@ -88,7 +90,8 @@ def test_nerfstudio_fields_come_from_the_schemas() -> None:
     fields = {f.name for f in dataclasses.fields(SceneMetricsNerfstudioConfig)}
     derived = {f.name for f in option_flags()}
     own = {"metrics", "every_n_steps", "num_eval_views", "max_reference_views", "max_image_side", "log_maps",
-           "max_logged_images", "map_colormap", "prefix", "eval_at_start", "metric_options"}  # fmt: skip
+           "max_logged_images", "map_colormap", "prefix", "eval_at_start", "metric_options", "panel_map", "map_range",
+           "strip_steps"}  # fmt: skip
     assert fields == own | derived
 
 

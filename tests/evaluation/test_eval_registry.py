@@ -31,7 +31,7 @@ from tests.utils.weights import publish_hash
 
 from .conftest import PLUGIN
 
-BUILTINS = ("psnr", "ssim", "lpips", "puzzlesim", "osim", "prism", "prism_mmd")
+BUILTINS = ("psnr", "ssim", "lpips", "puzzlesim", "osim", "prism", "prism_mmd", "ssim_map", "lpips_map", "abs_error")
 
 
 def test_builtins_are_registered_in_order():

@@ -84,6 +84,18 @@ def test_overhead_benchmark_smoke(capsys) -> None:
     assert capsys.readouterr().out.strip().startswith("{")
 
 
+@pytest.mark.slow  # builds three metrics and writes TensorBoard images at every variant (about 30 s on 2 busy cores)
+def test_panel_overhead_benchmark_smoke(capsys) -> None:
+    bench = _load("benchmarks/panel_overhead.py")
+    out = bench.main(["--sizes", "32", "--repeats", "1"])
+    entry = out["sizes"]["32"]
+    assert math.isfinite(entry["baseline_s"]) and entry["baseline_s"] > 0
+    for name in ("abs", "ssim", "lpips"):
+        assert entry[name]["overhead_s"] == pytest.approx(entry[name]["seconds"] - entry["baseline_s"])
+        assert entry[name]["ratio"] == pytest.approx(entry[name]["seconds"] / entry["baseline_s"])
+    assert capsys.readouterr().out.strip().startswith("{")
+
+
 @pytest.mark.nerfstudio
 def test_nerfstudio_scripted_example_config(tmp_path) -> None:
     example = _load("examples/callbacks_nerfstudio_scripted.py")

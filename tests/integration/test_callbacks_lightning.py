@@ -22,9 +22,9 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import scenemetrics as sm  # noqa: E402
 from scenemetrics.callbacks import RenderedView, SceneMetricsCallback  # noqa: E402
-from scenemetrics.callbacks.evaluation import map_image  # noqa: E402
+from scenemetrics.callbacks.pictures import draw_map, draw_panel  # noqa: E402
 from scenemetrics.tiny_splat import make_splat_scene  # noqa: E402
-from scenemetrics.viz import to_uint8  # noqa: E402
+from scenemetrics.viz import DisplayRange, apply_colormap, to_uint8  # noqa: E402
 from tests.utils.standin_metrics import OSIM, PRISMDistance  # noqa: E402
 
 SIZE = (24, 32)  # non-square on purpose: a CHW/HWC mix-up cannot go unnoticed
@@ -135,15 +135,76 @@ def test_tensorboard_readback_references_once_and_monitoring(tmp_path, weights, 
 
     images = acc.Images("scenemetrics/puzzlesim/map/0")
     assert [e.step for e in images] == [5, 10, 15, 20]
-    expected_picture = map_image(first_map, "puzzlesim", 0)  # map + title + colour bar of real values
-    assert (images[-1].height, images[-1].width) == tuple(expected_picture.shape[1:])
-    assert torch.equal(_decode(images[-1]), expected_picture)
+    # map + title + colour bar of real values, on the range fixed at step 5 (kept in the callback's state)
+    vmin, vmax, fixed_at, what, _ = cb.state_dict()["pictures"]["ranges"]["scenemetrics/puzzlesim/map/0"]
+    assert (fixed_at, what, vmax) == (5, "puzzlesim", 1.0)
+    picture = draw_map(first_map, "puzzlesim", 0, step=20, display_range=DisplayRange(vmin, vmax))
+    x0, y0, x1, y1 = picture.tiles[0]["box"]
+    s = picture.tiles[0]["scale"]
+    assert torch.equal(_decode(images[-1])[:, y0:y1:s, x0:x1:s], apply_colormap(first_map, "jet_r", vmin, vmax))
     with torch.no_grad():
         render0 = model.render(scene.eval_viewmats[0]).clamp(0, 1)
     assert torch.equal(_decode(acc.Images("scenemetrics/render/0")[-1]), to_uint8(render0))
     assert "scenemetrics/puzzlesim/map/1" not in acc.Tags()["images"]  # max_logged_images=1
     csv_text = (tmp_path / "csv" / "version_0" / "metrics.csv").read_text()
     assert "scenemetrics/puzzlesim" in csv_text.splitlines()[0]
+
+
+def _panel_layout(size: tuple[int, int], step: int, index: int = 0):
+    """Where ``draw_panel`` puts the tiles and the colour bar of a view of ``size`` (the layout depends on the size
+    and the title, not on the pixels)."""
+    h, w = size
+    zeros = torch.zeros(3, h, w)
+    return draw_panel(zeros, zeros, torch.zeros(h, w), index=index, step=step, panel_map="abs",
+                      display_range=DisplayRange(0.0, 1.0), colormap="jet", higher_is_better=False)  # fmt: skip
+
+
+def _colorbar_block(image: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    x0, y0, _, y1 = _panel_layout(size, step=10).colorbar.box
+    return image[:, y0 - 2 : y1 + 2, x0:]
+
+
+def test_panels_read_back_tags_steps_tiles_and_one_range_per_view(tmp_path, scene) -> None:
+    from tests.utils.standin_metrics import MeanRender
+
+    model = _model(scene)
+    cb = SceneMetricsCallback({"mean": MeanRender()}, every_n_steps=5)  # panel_map="abs", map_range="first"
+    tb = pl.loggers.TensorBoardLogger(tmp_path, name="tb", version=0)
+    _trainer(tmp_path, max_steps=20, logger=tb, callbacks=[cb]).fit(model)
+    acc = _events(tmp_path / "tb" / "version_0")
+    assert sorted(acc.Tags()["images"]) == [
+        "scenemetrics/panel/0",
+        "scenemetrics/panel/1",
+        "scenemetrics/panel_over_time/0",
+    ]
+    layout = _panel_layout(SIZE, step=20)
+    for i in (0, 1):
+        events = acc.Images(f"scenemetrics/panel/{i}")
+        assert [e.step for e in events] == [5, 10, 15, 20]
+        images = [_decode(e) for e in events]
+        # the same size at every step (the lines under the tiles wrap by their text, so only the width is the layout's)
+        assert len({tuple(im.shape) for im in images}) == 1 and images[0].shape[2] == layout.image.shape[2]
+        # one display range at every step: the colour bar and its tick labels are the same pixels
+        assert len({tuple(_colorbar_block(im, SIZE).flatten().tolist()) for im in images}) == 1
+        # the tiles are the view at its own resolution: the last render and target, pixel for pixel
+        with torch.no_grad():
+            render = model.render(scene.eval_viewmats[i]).clamp(0, 1)
+        boxes = [t["box"] for t in layout.tiles]
+        assert [(x1 - x0, y1 - y0) for x0, y0, x1, y1 in boxes] == [(SIZE[1], SIZE[0])] * 3
+        x0, y0, x1, y1 = boxes[0]
+        assert torch.equal(images[-1][:, y0:y1, x0:x1], to_uint8(render))
+        x0, y0, x1, y1 = boxes[1]
+        assert torch.equal(images[-1][:, y0:y1, x0:x1], to_uint8(scene.eval_images[i]))
+        # the error tile at step 20 is |render - target| coloured on the range fixed at step 5
+        vmin, vmax, fixed_at, what, _ = cb.state_dict()["pictures"]["ranges"][f"scenemetrics/panel/{i}"]
+        assert (fixed_at, what, vmin) == (5, "abs_error", 0.0)
+        error = (render - scene.eval_images[i]).abs().mean(dim=0)
+        x0, y0, x1, y1 = boxes[2]
+        assert torch.equal(images[-1][:, y0:y1, x0:x1], apply_colormap(error, "jet", vmin, vmax))
+    strip = acc.Images("scenemetrics/panel_over_time/0")
+    assert [e.step for e in strip] == [5, 10, 15, 20]
+    widths = [e.width for e in strip]
+    assert widths == sorted(widths) and len(set(widths)) == 4  # one more step side by side at each log
 
 
 def test_wandb_offline_readback(tmp_path, weights, scene) -> None:
@@ -201,7 +262,10 @@ def test_ddp_two_processes_log_once_with_synced_values(tmp_path, weights, scene)
 def test_resume_keeps_the_schedule(tmp_path, weights, scene) -> None:
     def callbacks():
         cb = SceneMetricsCallback({"puzzlesim": sm.PuzzleSim(weights_path=weights)}, every_n_steps=5)
-        other = SceneMetricsCallback({"mean_render": sm.PuzzleSim(weights_path=weights)}, every_n_steps=7)
+        # a second callback with the same prefix: panels from one of them only (the tags would be the same)
+        other = SceneMetricsCallback(
+            {"mean_render": sm.PuzzleSim(weights_path=weights)}, every_n_steps=7, panel_map=None
+        )
         return cb, other
 
     cb, other = callbacks()
@@ -213,8 +277,13 @@ def test_resume_keeps_the_schedule(tmp_path, weights, scene) -> None:
     assert [s for s, _ in _scalars(_events(tmp_path / "tb" / "version_0"), "scenemetrics/puzzlesim")] == [5, 10]
     path = next((tmp_path / "ckpt").glob("*step=12*.ckpt"))
     state = torch.load(path, weights_only=False)["callbacks"]
-    assert state[cb.state_key] == {"last_eval_step": 10, "num_evaluations": 2}
-    assert state[other.state_key] == {"last_eval_step": 7, "num_evaluations": 1}
+    saved = state[cb.state_key]
+    assert (saved["last_eval_step"], saved["num_evaluations"]) == (10, 2)
+    assert (state[other.state_key]["last_eval_step"], state[other.state_key]["num_evaluations"]) == (7, 1)
+    # the display ranges of both views' maps and panels, fixed at step 5, travel in the checkpoint
+    ranges = saved["pictures"]["ranges"]
+    assert sorted(ranges) == [f"scenemetrics/{kind}/{i}" for kind in ("panel", "puzzlesim/map") for i in (0, 1)]
+    assert {r[2] for r in ranges.values()} == {5}
     assert not any("puzzlesim" in k or "backbone" in k for k in torch.load(path, weights_only=False)["state_dict"])
 
     cb2, other2 = callbacks()
@@ -222,6 +291,15 @@ def test_resume_keeps_the_schedule(tmp_path, weights, scene) -> None:
     _trainer(tmp_path, max_steps=20, logger=tb2, callbacks=[cb2, other2]).fit(_model(scene), ckpt_path=path)
     assert [s for s, _ in _scalars(_events(tmp_path / "tb" / "version_1"), "scenemetrics/puzzlesim")] == [15, 20]
     assert (cb2.num_evaluations, cb2.last_eval_step) == (4, 20)
+    # after the resume the panels keep the colours of steps 5 and 10: the colour bars are the same pictures
+    before, after = _events(tmp_path / "tb" / "version_0"), _events(tmp_path / "tb" / "version_1")
+    for i in (0, 1):
+        tag = f"scenemetrics/panel/{i}"
+        images = [_decode(e) for e in before.Images(tag)] + [_decode(e) for e in after.Images(tag)]
+        assert [e.step for e in [*before.Images(tag), *after.Images(tag)]] == [5, 10, 15, 20]
+        bars = {tuple(_colorbar_block(im, SIZE).flatten().tolist()) for im in images}
+        assert len(bars) == 1
+    assert cb2.state_dict()["pictures"]["ranges"] == ranges
     assert (other2.num_evaluations, other2.last_eval_step) == (2, 14)
 
 

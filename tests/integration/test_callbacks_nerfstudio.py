@@ -73,6 +73,10 @@ def _check_events(path: Path) -> None:
     assert [e.step for e in images] == [10, 20]
     # the map picture for people: the 32x32 map enlarged to at least 160 px, with a title and a colour bar
     assert images[0].height >= 160 and images[0].width >= 160
+    # render | target | abs error panel of the eval view (32x32 tiles, unscaled) and its error over time
+    panels = acc.Images("scenemetrics/panel/0")
+    assert [e.step for e in panels] == [10, 20] and 3 * 32 < panels[0].width < 3 * 32 + 200
+    assert [e.step for e in acc.Images("scenemetrics/panel_over_time/0")] == [10, 20]
 
 
 @pytest.mark.skipif(

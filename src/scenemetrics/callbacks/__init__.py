@@ -27,7 +27,7 @@ _NAMES = {
     "SceneMetricsCallback": "scenemetrics.callbacks.lightning",
     "SceneMetricsMonitor": "scenemetrics.callbacks.monitor",
 }
-_SUBMODULES = ("nerfstudio", "lightning", "logging", "evaluation", "views", "monitor")
+_SUBMODULES = ("nerfstudio", "lightning", "logging", "evaluation", "pictures", "views", "monitor")
 
 
 _, __getattr__, __dir__ = lazy_exports(__name__, _NAMES, _SUBMODULES)

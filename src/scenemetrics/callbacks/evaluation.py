@@ -45,6 +45,17 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from scenemetrics.callbacks.pictures import (
+    DEFAULT_PANEL_MAP,
+    DEFAULT_STRIP_STEPS,
+    PANEL_MAPS,
+    PictureState,
+    check_panel_map,
+    draw_map,
+    draw_panel,
+    draw_strip,
+    strip_tile,
+)
 from scenemetrics.callbacks.views import RenderedView
 from scenemetrics.registry import (
     UPDATE_SIGNATURES,
@@ -53,8 +64,9 @@ from scenemetrics.registry import (
     UnusableViewError,
     ViewItem,
     adapter_for,
+    get_metric,
 )
-from scenemetrics.viz import apply_colormap, map_picture, to_uint8
+from scenemetrics.viz import apply_colormap, colormap_for, to_uint8
 
 __all__ = [
     "EvaluationResult",
@@ -83,11 +95,14 @@ class EvaluationResult:
 
     Attributes:
         scalars: log tag -> value (metric scores, per-key / per-class scores).
-        images: log tag -> ``uint8`` ``(3, H, W)`` CPU image (colormapped maps, overlays, renders).
+        images: log tag -> ``uint8`` ``(3, H, W)`` CPU image (maps, panels, overlays, renders).
+        display_ranges: image tag -> ``(vmin, vmax)`` the colours of that image span (maps, panels, the panel over
+            time), so a program can check that a view keeps its range from step to step.
     """
 
     scalars: dict[str, float] = field(default_factory=dict)
     images: dict[str, Tensor] = field(default_factory=dict)
+    display_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def evenly_spaced(n: int, k: int | None) -> list[int]:
@@ -219,30 +234,33 @@ def check_colormap(colormap: str) -> str:
     return colormap
 
 
-def map_image(values: Tensor, name: str, index: int, colormap: str = "jet_r") -> Tensor:
-    """The logged picture of a metric map: the map on its 2nd-98th percentile with a title and a colour bar.
-
-    Colours are relative to this map (a fixed [0, 1] scale shows PuzzleSim maps as one flat colour); the colour
-    bar's tick labels give the real values, so steps compare by their numbers. ``uint8`` ``(3, H', W')``.
-    """
-    v = values.detach().float().cpu()
-    title = f"{name} map, view {index} (mean {float(v.mean()):.4f})"
-    return map_picture(v, title=title, colormap=colormap, value_label=f"{name} value").image
-
-
 class MetricRunner:
-    """Runs one evaluation over rendered views: dispatches updates, computes, prepares images.
+    """Runs one evaluation over rendered views: dispatches updates, computes, draws the pictures.
+
+    The work is split so that only the producer of the views needs the model: :meth:`update` takes views already
+    rendered and detached (it feeds the metrics and keeps, for the logged views, the maps and the images the pictures
+    need, on the CPU), and :meth:`finish` computes the metrics and draws every picture. The display ranges
+    (:class:`~scenemetrics.callbacks.pictures.PictureState`) change only in :meth:`finish`, in the order of the
+    evaluations.
 
     Args:
         metrics: name -> ``torchmetrics.Metric``.
         update_fns: name -> ``fn(metric, render, target, extras)`` overriding the dispatch for that metric.
-        log_maps: colormap ``last_maps`` of metrics that have them, and draw OSIM overlays.
+        log_maps: pictures of the ``last_maps`` of metrics that have them, and OSIM overlays.
         log_renders: also log the renders themselves (``{prefix}render/{i}``).
         max_logged_images: only views with index ``i < max_logged_images`` get images.
-        map_colormap: colormap for metric maps (fixed range [0, 1]).
+        map_colormap: colormap of similarity maps (error maps get its reversal; see
+            :mod:`~scenemetrics.callbacks.pictures`).
         prefix: prefix of every log tag.
         configs: name -> the :class:`~scenemetrics.registry.MetricConfig` a metric was built with (its options
             steer the dispatch, e.g. PRISM's ``center_crop``; its flags name them in messages); default: no options.
+        panel_map: the map of the render | target | map panels (``{prefix}panel/{i}``): ``"abs"`` (default),
+            ``"ssim"``, ``"lpips"`` or ``None`` (no panels). The maps of a metric in ``metrics`` of that kind
+            (``abs_error``, ``ssim_map``, ``lpips_map``) are reused; otherwise the runner builds one through the
+            registry (with ``panel_config``; LPIPS loads its weights now).
+        map_range: ``"first"`` (default), ``"per-map"`` or ``(vmin, vmax)``: the display ranges of maps and panels.
+        strip_steps: steps shown by the panel over time (``{prefix}panel_over_time/{i}``); 0: none.
+        panel_config: the configuration the panel's metric is built with (default: its defaults).
     """
 
     def __init__(
@@ -256,6 +274,10 @@ class MetricRunner:
         map_colormap: str = "jet_r",
         prefix: str = "scenemetrics/",
         configs: Mapping[str, MetricConfig] | None = None,
+        panel_map: str | None = DEFAULT_PANEL_MAP,
+        map_range: str | tuple[float, float] = "first",
+        strip_steps: int = DEFAULT_STRIP_STEPS,
+        panel_config: MetricConfig | None = None,
     ) -> None:
         self.metrics = check_metrics(metrics)
         update_fns = dict(update_fns or {})
@@ -275,16 +297,59 @@ class MetricRunner:
         self._warned: set[tuple[str, str]] = set()
         self._counts: dict[str, int] = {}
         self._images: dict[str, Tensor] = {}
+        self._maps: dict[tuple[str, int], Tensor] = {}
+        self._panels: dict[int, tuple[Tensor, Tensor, Tensor]] = {}
         self._overlays: dict[str, list[tuple[int, Tensor, Any]]] = {}
         self._collect = False
+        self._step: int | None = None
         self.adapters: dict[str, MetricAdapter] = {name: adapter_for(m, name) for name, m in self.metrics.items()}
         self._kinds = {name: self.adapters[name].update_kind(m) for name, m in self.metrics.items()}
         configs = dict(configs or {})
         self.configs = {name: configs.get(name) or MetricConfig(name, {}, None) for name in self.metrics}
+        self.pictures = PictureState(map_range, strip_steps)
+        self.panel_map = check_panel_map(panel_map)
+        self._panel_config = panel_config
+        self._panel_metric: Metric | None = None
+        self._panel_source: str | None = None  # a metric of `metrics` whose maps the panels reuse
+        if self.panel_map is not None:
+            wanted = PANEL_MAPS[self.panel_map]
+            self._panel_source = next((n for n in self.metrics if self.adapters[n].name == wanted), None)
+            if self._panel_source is None and self.max_logged_images > 0:
+                self._panel_metric = self._build_panel_metric()
 
     def kind(self, name: str) -> str:
         """The update kind of metric ``name`` (see the module)."""
         return self._kinds[name]
+
+    def _build_panel_metric(self) -> Metric:
+        """The metric behind ``panel_map``, built through the registry (LPIPS loads its weights here)."""
+        assert self.panel_map is not None
+        name = PANEL_MAPS[self.panel_map]
+        config = self._panel_config or MetricConfig(name, {}, None)
+        try:
+            return get_metric(name).build(config)
+        except Exception as err:
+            err.add_note(
+                f"(building the {name!r} metric for panel_map={self.panel_map!r}; pass panel_map='abs', which needs "
+                "no weights, or panel_map=None)"
+            )
+            raise
+
+    def _higher_is_better(self, name: str) -> bool | None:
+        declared = self.adapters[name].higher_is_better
+        if declared is not None:
+            return declared
+        value = getattr(self.metrics[name], "higher_is_better", None)
+        return value if isinstance(value, bool) else None
+
+    # -- checkpoint state --------------------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The pictures' state (fixed display ranges, tiles of the panel over time): plain data for a checkpoint."""
+        return self.pictures.state_dict()
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned."""
+        self.pictures.load_state_dict(state)
 
     # -- references ----------------------------------------------------------------------------------------------
     def needs_references(self) -> bool:
@@ -306,26 +371,40 @@ class MetricRunner:
                 raise ValueError(f"metric {name!r} needs reference images and has none. {missing_hint}")
 
     # -- one evaluation -------------------------------------------------------------------------------------------
-    def begin(self, *, collect_images: bool) -> None:
-        """Reset every metric (a logged value covers exactly one evaluation) and the per-evaluation buffers."""
+    def begin(self, *, collect_images: bool, step: int | None = None) -> None:
+        """Reset every metric (a logged value covers exactly one evaluation) and the per-evaluation buffers.
+
+        Args:
+            collect_images: keep what the pictures need (rank 0 only under DDP).
+            step: the training step of this evaluation (in the pictures' titles; fixes display ranges).
+        """
         for metric in self.metrics.values():
             metric.reset()
+        if self._panel_metric is not None:
+            self._panel_metric.reset()
         self._counts = dict.fromkeys(self.metrics, 0)
         self._images = {}
+        self._maps = {}
+        self._panels = {}
         self._overlays = {name: [] for name in self.metrics}
         self._collect = bool(collect_images)
+        self._step = None if step is None else int(step)
 
     def update(self, index: int, view: RenderedView) -> None:
         """Feed one prepared view (see :func:`~scenemetrics.callbacks.views.prepare_view`) to every metric."""
         logged = self._collect and index < self.max_logged_images
         if logged and self.log_renders:
             self._images[f"{self.prefix}render/{index}"] = to_uint8(view.render[0].float())
+        updated: set[str] = set()
         for name, metric in self.metrics.items():
             if not self._update_one(name, metric, index, view):
                 continue
             self._counts[name] += 1
+            updated.add(name)
             if logged and self.log_maps:
                 self._grab_images(name, metric, index, view)
+        if logged and self.panel_map is not None and view.target is not None:
+            self._grab_panel(index, view, updated)
 
     def _update_one(self, name: str, metric: Metric, index: int, view: RenderedView) -> bool:
         device = metric.device
@@ -372,11 +451,27 @@ class MetricRunner:
         maps = getattr(metric, "last_maps", None) if adapter.has_picture("map", metric) else None
         if isinstance(maps, Tensor) and maps.ndim in (2, 3) and maps.numel():
             first = maps[0] if maps.ndim == 3 else maps
-            self._images[f"{self.prefix}{name}/map/{index}"] = map_image(first, name, index, self.map_colormap)
+            self._maps[(name, index)] = first.detach().float().cpu()
         if adapter.overlay is not None and adapter.has_picture("objects", metric):
             result = getattr(metric, "last_result", None)
             if result is not None:
                 self._overlays[name].append((index, view.render[0].detach().cpu(), result))
+
+    def _grab_panel(self, index: int, view: RenderedView, updated: set[str]) -> None:
+        """Keep the render, target and panel map (first image of the view) of a logged view, on the CPU."""
+        assert view.target is not None
+        render, target = view.render[:1], view.target[:1]
+        maps = None
+        source = self._panel_source
+        if source is not None and source in updated:
+            maps = getattr(self.metrics[source], "last_maps", None)
+        if not isinstance(maps, Tensor) or maps.ndim != 3 or maps.shape[-2:] != render.shape[-2:]:
+            if self._panel_metric is None:  # the reused metric keeps no maps (keep_maps=False)
+                self._panel_metric = self._build_panel_metric()
+            self._panel_metric.update(render, target)
+            maps = getattr(self._panel_metric, "last_maps", None)
+        if isinstance(maps, Tensor) and maps.ndim == 3 and maps.shape[0]:
+            self._panels[index] = (render[0].cpu(), target[0].cpu(), maps[0].detach().float().cpu())
 
     def local_counts(self) -> Tensor:
         """Number of views each metric was updated with on this process, in ``metrics`` order (int64)."""
@@ -414,7 +509,58 @@ class MetricRunner:
                     result.scalars[f"{tag}/class/{str(cls).replace(' ', '_')}"] = float(score)
             if self._overlays.get(name):
                 self._draw_overlays(name, scalars.get(tag, float("nan")))
+        self._draw(result)
         return result
+
+    def _draw(self, result: EvaluationResult) -> None:
+        """Draw the kept maps and panels on their display ranges (fixing new ones, in evaluation order)."""
+        step, state = self._step, self.pictures
+        order = {name: k for k, name in enumerate(self.metrics)}
+        for name, index in sorted(self._maps, key=lambda key: (order[key[0]], key[1])):
+            values = self._maps[(name, index)]
+            tag = f"{self.prefix}{name}/map/{index}"
+            hib = self._higher_is_better(name)
+            rng = state.display_range(tag, values, step=step, higher_is_better=hib, what=name)
+            cmap = colormap_for(self.map_colormap, hib)
+            result.images[tag] = draw_map(
+                values, name, index, step=step, display_range=rng, colormap=cmap, higher_is_better=hib
+            ).image
+            result.display_ranges[tag] = (rng.vmin, rng.vmax)
+        if not self._panels:
+            return
+        assert self.panel_map is not None
+        what = PANEL_MAPS[self.panel_map]
+        hib = get_metric(what).higher_is_better
+        cmap = colormap_for(self.map_colormap, hib)
+        for index in sorted(self._panels):
+            render, target, values = self._panels[index]
+            tag = f"{self.prefix}panel/{index}"
+            rng = state.display_range(tag, values, step=step, higher_is_better=hib, what=what)
+            result.images[tag] = draw_panel(
+                render,
+                target,
+                values,
+                index=index,
+                step=step,
+                panel_map=self.panel_map,
+                display_range=rng,
+                colormap=cmap,
+                higher_is_better=hib,
+            ).image
+            result.display_ranges[tag] = (rng.vmin, rng.vmax)
+        if state.strip_steps and state.map_range != "per-map":
+            # the first view with a panel, kept across evaluations (and resumes) by the state
+            kept = state.strip.get("tag")
+            index = next((i for i in sorted(self._panels) if f"{self.prefix}panel/{i}" == kept), min(self._panels))
+            values = self._panels[index][2]
+            panel_tag = f"{self.prefix}panel/{index}"
+            rng = state.display_range(panel_tag, values, step=step, higher_is_better=hib, what=what)
+            tiles = state.add_strip_tile(panel_tag, what, step, strip_tile(values, rng, cmap))
+            tag = f"{self.prefix}panel_over_time/{index}"
+            result.images[tag] = draw_strip(
+                tiles, index=index, panel_map=self.panel_map, display_range=rng, colormap=cmap, higher_is_better=hib
+            ).image
+            result.display_ranges[tag] = (rng.vmin, rng.vmax)
 
     def _draw_overlays(self, name: str, scene_score: float) -> None:
         draw = self.adapters[name].overlay_function()

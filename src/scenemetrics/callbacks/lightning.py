@@ -33,6 +33,7 @@ from scenemetrics.callbacks.evaluation import (
     shard_indices,
 )
 from scenemetrics.callbacks.logging import log_to_lightning
+from scenemetrics.callbacks.pictures import DEFAULT_PANEL_MAP, DEFAULT_STRIP_STEPS
 from scenemetrics.callbacks.views import RenderedView, as_rendered_view, is_one_shot, prepare_view
 
 __all__ = ["SceneMetricsCallback"]
@@ -53,9 +54,11 @@ class SceneMetricsCallback(Callback):
 
     * ``{prefix}{name}`` (or ``{prefix}{name}/{key}`` for dict results, ``{prefix}{name}/class/{class}`` for
       metrics with ``class_scores()``, e.g. OSIM) and ``{prefix}eval_seconds``, at ``step = trainer.global_step``;
-    * colormapped ``last_maps`` (PuzzleSim) as ``{prefix}{name}/map/{i}``, OSIM overlays as
-      ``{prefix}{name}/overlay/{i}``, renders as ``{prefix}render/{i}`` (``log_renders=True``) for views
-      ``i < max_logged_images``, to TensorBoard and W&B loggers (other loggers get scalars only).
+    * for views ``i < max_logged_images``, to TensorBoard and W&B loggers (other loggers get scalars only):
+      render | target | error map panels ``{prefix}panel/{i}`` (views with a target; ``panel_map``), the panel of
+      the first such view over time ``{prefix}panel_over_time/{i}``, colormapped ``last_maps`` (PuzzleSim,
+      ``ssim_map``, ...) as ``{prefix}{name}/map/{i}``, OSIM overlays as ``{prefix}{name}/overlay/{i}``, renders as
+      ``{prefix}render/{i}`` (``log_renders=True``). Colours keep their meaning across steps (``map_range``).
 
     Cross-reference metrics (anything with ``set_references``, e.g. :class:`scenemetrics.PuzzleSim`) get their
     references once per fit, at the first evaluation: from ``references`` or else ``pl_module.reference_views()``.
@@ -81,10 +84,17 @@ class SceneMetricsCallback(Callback):
         log_maps: log metric maps (``last_maps``) and OSIM overlays.
         log_renders: log the renders too.
         max_logged_images: views with index ``< max_logged_images`` get images (first image of a batched view).
-        map_colormap: colormap of the maps (``"jet_r"``: PuzzleSim artifacts warm); fixed [0, 1] range.
+        map_colormap: colormap of similarity maps (``"jet_r"``: PuzzleSim artifacts warm); error maps (LPIPS, abs
+            error) get its reversal, so warm always means bad.
         prefix: prefix of every tag.
         eval_at_start: also evaluate once before the first step of a fresh run.
         clamp_renders: clamp renders to [0, 1] before the metrics (targets are validated, never clamped).
+        panel_map: the map of the render | target | map panels: ``"abs"`` (default: the absolute error, no network
+            needed), ``"ssim"``, ``"lpips"`` (weights through the scenemetrics hub; to choose them, put an
+            ``sm.fullref.LPIPSMap(weights_path=...)`` in ``metrics``: its maps are reused) or ``None`` (no panels).
+        map_range: display range of maps and panels: ``"first"`` (default: fixed per tag at its first logged step,
+            kept in the checkpoint), ``"per-map"`` or ``(vmin, vmax)``.
+        strip_steps: steps shown by the panel over time (the first and the latest); 0: none.
 
     Raises:
         ValueError: invalid arguments (named in the message).
@@ -98,7 +108,7 @@ class SceneMetricsCallback(Callback):
         >>> cb = SceneMetricsCallback({"puzzlesim": sm.PuzzleSim(weights_path=w)}, eval_views=[0, 1],
         ...                           every_n_steps=100, references=torch.rand(4, 3, 32, 32))
         >>> cb.state_dict()
-        {'last_eval_step': -1, 'num_evaluations': 0}
+        {'last_eval_step': -1, 'num_evaluations': 0, 'pictures': {'ranges': {}, 'strip': {}}}
     """
 
     def __init__(
@@ -119,6 +129,9 @@ class SceneMetricsCallback(Callback):
         prefix: str = "scenemetrics/",
         eval_at_start: bool = False,
         clamp_renders: bool = True,
+        panel_map: str | None = DEFAULT_PANEL_MAP,
+        map_range: str | tuple[float, float] = "first",
+        strip_steps: int = DEFAULT_STRIP_STEPS,
     ) -> None:
         super().__init__()
         self._runner = MetricRunner(
@@ -129,6 +142,9 @@ class SceneMetricsCallback(Callback):
             max_logged_images=max_logged_images,
             map_colormap=map_colormap,
             prefix=prefix,
+            panel_map=panel_map,
+            map_range=map_range,
+            strip_steps=strip_steps,
         )
         bad = [name for name in self._runner.metrics if "." in name]
         if bad:
@@ -169,11 +185,17 @@ class SceneMetricsCallback(Callback):
         return self._generate_state_key(prefix=self.prefix, metrics=sorted(self._runner.metrics))
 
     def state_dict(self) -> dict[str, Any]:
-        return {"last_eval_step": self.last_eval_step, "num_evaluations": self.num_evaluations}
+        """The schedule and the pictures' display ranges (``map_range="first"``), saved in Lightning checkpoints."""
+        return {
+            "last_eval_step": self.last_eval_step,
+            "num_evaluations": self.num_evaluations,
+            "pictures": self._runner.state_dict(),
+        }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.last_eval_step = int(state_dict["last_eval_step"])
         self.num_evaluations = int(state_dict["num_evaluations"])
+        self._runner.load_state_dict(state_dict.get("pictures") or {})
 
     # -- hooks -----------------------------------------------------------------------------------------------------
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
@@ -235,7 +257,7 @@ class SceneMetricsCallback(Callback):
             with torch.no_grad():
                 self._ensure_references(trainer, pl_module)
                 start = perf_counter()  # the one-time reference embedding is not part of the evaluation cost
-                self._runner.begin(collect_images=trainer.is_global_zero)
+                self._runner.begin(collect_images=trainer.is_global_zero, step=step)
                 for index, view in self._rendered_views(trainer, pl_module):
                     self._runner.update(index, view)
                 counts = self._runner.local_counts()

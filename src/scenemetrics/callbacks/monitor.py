@@ -36,6 +36,7 @@ from scenemetrics.callbacks.evaluation import (
     shard_indices,
 )
 from scenemetrics.callbacks.logging import log_result, logger_kind
+from scenemetrics.callbacks.pictures import DEFAULT_PANEL_MAP, DEFAULT_STRIP_STEPS
 from scenemetrics.callbacks.views import RenderedView, as_rendered_view, is_one_shot, prepare_view
 
 __all__ = ["SceneMetricsMonitor"]
@@ -64,9 +65,15 @@ class SceneMetricsMonitor:
         log_maps: log metric maps (``last_maps``) and OSIM overlays.
         log_renders: log the renders too.
         max_logged_images: views with index ``< max_logged_images`` get images.
-        map_colormap: colormap of the maps.
+        map_colormap: colormap of similarity maps (error maps get its reversal: warm always means bad).
         prefix: prefix of every tag.
         clamp_renders: clamp renders to [0, 1] before the metrics (targets are validated, never clamped).
+        panel_map: the map of the render | target | map panels ``{prefix}panel/{i}`` of views with a target:
+            ``"abs"`` (default), ``"ssim"``, ``"lpips"`` or ``None`` (as :class:`~scenemetrics.callbacks.
+            SceneMetricsCallback`).
+        map_range: display range of maps and panels: ``"first"`` (default: fixed per tag at its first logged step;
+            in :meth:`state_dict`), ``"per-map"`` or ``(vmin, vmax)``.
+        strip_steps: steps shown by the panel over time ``{prefix}panel_over_time/{i}``; 0: none.
 
     Raises:
         ValueError: invalid arguments (named in the message).
@@ -100,6 +107,9 @@ class SceneMetricsMonitor:
         map_colormap: str = "jet_r",
         prefix: str = "scenemetrics/",
         clamp_renders: bool = True,
+        panel_map: str | None = DEFAULT_PANEL_MAP,
+        map_range: str | tuple[float, float] = "first",
+        strip_steps: int = DEFAULT_STRIP_STEPS,
     ) -> None:
         self._runner = MetricRunner(
             metrics,
@@ -109,6 +119,9 @@ class SceneMetricsMonitor:
             max_logged_images=max_logged_images,
             map_colormap=map_colormap,
             prefix=prefix,
+            panel_map=panel_map,
+            map_range=map_range,
+            strip_steps=strip_steps,
         )
         self.metrics = self._runner.metrics
         every = check_schedule(every_n_steps, "every_n_steps")
@@ -134,13 +147,20 @@ class SceneMetricsMonitor:
 
     # -- checkpoint state (resume keeps the schedule) --------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """``{"last_eval_step", "num_evaluations"}``: save it with your checkpoint to resume the schedule."""
-        return {"last_eval_step": self.last_eval_step, "num_evaluations": self.num_evaluations}
+        """``{"last_eval_step", "num_evaluations", "pictures"}``: save it with your checkpoint to resume the schedule
+        and keep the pictures' display ranges (plain data and ``uint8`` tensors: ``torch.load(...,
+        weights_only=True)`` reads it back)."""
+        return {
+            "last_eval_step": self.last_eval_step,
+            "num_evaluations": self.num_evaluations,
+            "pictures": self._runner.state_dict(),
+        }
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned."""
         self.last_eval_step = int(state_dict["last_eval_step"])
         self.num_evaluations = int(state_dict["num_evaluations"])
+        self._runner.load_state_dict(state_dict.get("pictures") or {})
 
     # -- the loop's entry points -----------------------------------------------------------------------------------
     def should_log(self, step: int) -> bool:
@@ -176,7 +196,7 @@ class SceneMetricsMonitor:
         with torch.no_grad():
             self._ensure_references()
             start = perf_counter()
-            self._runner.begin(collect_images=rank == 0)
+            self._runner.begin(collect_images=rank == 0, step=int(step))
             for index, view in self._rendered_views(render_fn, views, rank, world):
                 self._runner.update(index, view)
             counts = self._runner.local_counts()

@@ -46,6 +46,16 @@ except ImportError as err:
 
 from scenemetrics.callbacks.evaluation import EvaluationResult, MetricRunner, check_colormap, evenly_spaced
 from scenemetrics.callbacks.logging import log_to_nerfstudio
+from scenemetrics.callbacks.pictures import (
+    DEFAULT_PANEL_MAP,
+    DEFAULT_STRIP_STEPS,
+    PANEL_MAPS,
+    PanelMap,
+    check_map_range,
+    check_panel_map,
+    check_strip_steps,
+    parse_map_range,
+)
 from scenemetrics.callbacks.views import RenderedView, prepare_view
 from scenemetrics.registry import (
     MetricConfig,
@@ -59,6 +69,7 @@ from scenemetrics.registry import (
 )
 
 __all__ = [
+    "CallbackState",
     "SceneMetricsNerfstudioConfig",
     "SceneMetricsPipeline",
     "SceneMetricsPipelineConfig",
@@ -91,7 +102,15 @@ class _CallbackOptions:
     max_logged_images: int = 2
     """Only the first this many eval views get images."""
     map_colormap: str = "jet_r"
-    """Colormap of the maps (fixed [0, 1] range; jet_r shows PuzzleSim artifacts warm)."""
+    """Colormap of similarity maps (jet_r shows PuzzleSim artifacts warm); error maps get its reversal."""
+    panel_map: PanelMap | None = DEFAULT_PANEL_MAP
+    """Map of the render | target | map panels (panel/<i>): abs (absolute error, no weights needed), ssim, lpips
+    (its backbone from the lpips-weights field), or None (no panels)."""
+    map_range: str = "first"
+    """Display range of maps and panels: first (fixed per view at its first logged step, kept in checkpoints),
+    per-map, or VMIN,VMAX."""
+    strip_steps: int = DEFAULT_STRIP_STEPS
+    """Steps shown by the panel over time (panel_over_time/<i>), the first and the latest; 0: none."""
     prefix: str = "scenemetrics/"
     """Prefix of every logged tag."""
     eval_at_start: bool = False
@@ -148,19 +167,39 @@ def _check_config(cfg: Any) -> dict[str, MetricConfig]:
     if not isinstance(cfg.max_logged_images, int) or cfg.max_logged_images < 0:
         raise ValueError(f"`max_logged_images` must be an int >= 0; received {cfg.max_logged_images!r}")
     check_colormap(cfg.map_colormap)
+    check_panel_map(cfg.panel_map)
+    _map_range(cfg)
+    check_strip_steps(cfg.strip_steps)
     return metric_configs(cfg)
 
 
-def metric_configs(cfg: Any, device: torch.device | str | None = None) -> dict[str, MetricConfig]:
-    """The configuration of each metric of ``cfg.metrics``: its options from the ``<family>_<key>`` fields and
-    ``metric_options`` (which wins), checked against its schema, with the flags that set them in messages.
+def _map_range(cfg: Any) -> str | tuple[float, float]:
+    value = cfg.map_range
+    return parse_map_range(value) if isinstance(value, str) else check_map_range(value)
+
+
+def _panel_config(cfg: Any, device: torch.device | str | None) -> MetricConfig | None:
+    """The configuration of the metric behind ``cfg.panel_map`` (its options from the same fields as the metrics')."""
+    if cfg.panel_map is None:
+        return None
+    name = PANEL_MAPS[cfg.panel_map]
+    return metric_configs(cfg, device, names=(name,))[name]
+
+
+def metric_configs(
+    cfg: Any, device: torch.device | str | None = None, names: tuple[str, ...] | None = None
+) -> dict[str, MetricConfig]:
+    """The configuration of each metric of ``cfg.metrics`` (or of ``names``): its options from the
+    ``<family>_<key>`` fields and ``metric_options`` (which wins), checked against its schema, with the flags that
+    set them in messages.
 
     Raises:
         ValueError: a malformed ``metric_options`` entry, or an option the metric's schema rejects (naming the
             metric, the key and the valid keys).
     """
-    options: dict[str, dict[str, Any]] = {name: {} for name in cfg.metrics}
-    flags: dict[str, dict[str, str]] = {name: {} for name in cfg.metrics}
+    names = tuple(cfg.metrics) if names is None else tuple(names)
+    options: dict[str, dict[str, Any]] = {name: {} for name in names}
+    flags: dict[str, dict[str, str]] = {name: {} for name in names}
     for flag in option_flags():
         value = getattr(cfg, flag.name, None)
         for name in flag.metrics:
@@ -178,8 +217,7 @@ def metric_configs(cfg: Any, device: torch.device | str | None = None) -> dict[s
             flags[name][key] = f"{_FLAG_PREFIX}metric-options {name}.{key}=..."
     dev = None if device is None else torch.device(device)
     return {
-        name: get_metric(name).configure(MetricConfig(name, options[name], dev, flags=flags[name]))
-        for name in cfg.metrics
+        name: get_metric(name).configure(MetricConfig(name, options[name], dev, flags=flags[name])) for name in names
     }
 
 
@@ -236,7 +274,13 @@ class SceneMetricsTrainingCallback(TrainingCallback):
     Runs after the training iteration (``AFTER_TRAIN_ITERATION``), on the main process only; values go through
     ``nerfstudio.utils.writer`` at the iteration ``step`` (TensorBoard, W&B, Comet, whatever ``--vis`` selects):
     ``{prefix}puzzlesim`` / ``osim`` / ``prism`` scalars, ``{prefix}osim/class/<name>``, ``{prefix}eval_seconds``,
+    render | target | error map panels ``{prefix}panel/{i}`` and their map over time ``{prefix}panel_over_time/{i}``,
     colormapped ``{prefix}puzzlesim/map/{i}`` and ``{prefix}osim/overlay/{i}`` images.
+
+    The display ranges of the pictures (``map_range="first"``: fixed at the first logged step) live in the
+    pipeline's ``scenemetrics_state`` module when the pipeline has one (:class:`SceneMetricsPipeline` does), so they
+    are saved in nerfstudio's checkpoints and a resumed run (``--load-dir``) keeps its colours; in another pipeline
+    they last for the run.
 
     Args:
         pipeline: the training pipeline (a ``VanillaPipeline``; its model renders with ``get_outputs_for_camera``).
@@ -261,6 +305,8 @@ class SceneMetricsTrainingCallback(TrainingCallback):
         self.runner: MetricRunner | None = None
         self._views: list[dict[str, Any]] = []
         self._warned: set[str] = set()
+        holder = getattr(pipeline, "scenemetrics_state", None)
+        self._state = holder if isinstance(holder, CallbackState) else None
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
@@ -281,10 +327,12 @@ class SceneMetricsTrainingCallback(TrainingCallback):
                     self._setup()
                     start = perf_counter()  # the one-time reference embedding is not part of the evaluation cost
                 assert self.runner is not None
-                self.runner.begin(collect_images=True)
+                self.runner.begin(collect_images=True, step=step)
                 for index, view in enumerate(self._views):
                     self.runner.update(index, self._render(view))
                 result = self.runner.finish()
+                if self._state is not None:
+                    self._state.state = self.runner.state_dict()
         finally:
             for module, training in modes:
                 module.train(training)
@@ -305,7 +353,13 @@ class SceneMetricsTrainingCallback(TrainingCallback):
             map_colormap=cfg.map_colormap,
             prefix=cfg.prefix,
             configs=metric_configs(cfg, device),
+            panel_map=cfg.panel_map,
+            map_range=_map_range(cfg),
+            strip_steps=cfg.strip_steps,
+            panel_config=_panel_config(cfg, device),
         )
+        if self._state is not None and self._state.state:
+            runner.load_state_dict(self._state.state)  # a resumed run: the ranges fixed before it was saved
         self.runner = runner
         train = pipeline.datamanager.train_dataset
         evals = pipeline.datamanager.eval_dataset
@@ -361,6 +415,25 @@ class SceneMetricsTrainingCallback(TrainingCallback):
         return prepare_view(item, "nerfstudio model.get_outputs_for_camera", view["index"])
 
 
+class CallbackState(torch.nn.Module):
+    """The scenemetrics callback's state inside a nerfstudio pipeline (no parameters, no buffers).
+
+    nerfstudio saves ``pipeline.state_dict()`` in its checkpoints and loads it before it creates the training
+    callbacks; this module's extra state (``<name>._extra_state``: numbers, strings and ``uint8`` tensors, which
+    ``torch.load(..., weights_only=True)`` reads) carries the pictures' display ranges through a resume.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state: dict[str, Any] = {}
+
+    def get_extra_state(self) -> dict[str, Any]:
+        return dict(self.state)
+
+    def set_extra_state(self, state: Any) -> None:
+        self.state = dict(state) if isinstance(state, dict) else {}
+
+
 @dataclass
 class SceneMetricsPipelineConfig(VanillaPipelineConfig):
     """``VanillaPipelineConfig`` plus the ``scenemetrics`` options (``--pipeline.scenemetrics.*``)."""
@@ -372,9 +445,14 @@ class SceneMetricsPipelineConfig(VanillaPipelineConfig):
 
 
 class SceneMetricsPipeline(VanillaPipeline):
-    """``VanillaPipeline`` whose training callbacks include a :class:`SceneMetricsTrainingCallback`."""
+    """``VanillaPipeline`` whose training callbacks include a :class:`SceneMetricsTrainingCallback`; its
+    ``scenemetrics_state`` (:class:`CallbackState`) keeps the callback's state in nerfstudio's checkpoints."""
 
     config: SceneMetricsPipelineConfig
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.scenemetrics_state = CallbackState()
 
     def get_training_callbacks(self, attributes: TrainingCallbackAttributes) -> list[TrainingCallback]:
         callbacks = super().get_training_callbacks(attributes)

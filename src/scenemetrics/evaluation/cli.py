@@ -168,6 +168,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="composite RGBA images onto this colour (default: the alpha channel is dropped, with a warning)",
     )
     r.add_argument("--thumbnails", type=int, default=4, metavar="N", help="map thumbnails per scene in the report")
+    r.add_argument(
+        "--panels",
+        type=int,
+        default=2,
+        metavar="N",
+        help="render | ground truth | map panels of each method's N worst views in the report, per full-reference "
+        "map metric (ssim_map, lpips_map, abs_error)",
+    )
     r.add_argument("--no-report", action="store_true", help="write the tables but no HTML report")
     r.add_argument("--force", action="store_true", help="recompute everything, even what is already committed")
     r.add_argument("--dry-run", action="store_true", help="list the units and what would be computed, then stop")
@@ -232,6 +240,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.thumbnails < 0:
         raise _cli.CLIError(f"--thumbnails must be >= 0; received {args.thumbnails}")
+    if args.panels < 0:
+        raise _cli.CLIError(f"--panels must be >= 0; received {args.panels}")
     if args.root is None and not args.predictions and not args.nerfstudio_config:
         raise _cli.CLIError("nothing to evaluate: give --root DIR, --predictions PATH ... or --nerfstudio-config ...")
     max_archive_bytes = None
@@ -268,6 +278,7 @@ def run(args: argparse.Namespace) -> int:
         random_weights=args.random_weights,
         background=args.background,
         max_thumbnails=args.thumbnails,
+        max_panels=args.panels,
         report=not args.no_report,
         force=args.force,
         dry_run=args.dry_run,

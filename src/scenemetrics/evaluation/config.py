@@ -45,6 +45,9 @@ class EvalConfig:
         background: composite RGBA images onto ``"white"`` or ``"black"`` (``None``: drop alpha, with a warning).
         max_thumbnails: map thumbnails per unit and map-producing metric in the report.
         thumbnail_height: thumbnail height in pixels.
+        max_panels: render | ground truth | map panels of the worst views, per unit and full-reference map metric
+            (``ssim_map``, ``lpips_map``, ``abs_error``: metrics with a map and a ground truth); the report shows
+            each method's worst this many.
         report: write the HTML report.
         force: recompute everything (a new record overrides the old ones).
         dry_run: only plan and print what would run.
@@ -67,6 +70,7 @@ class EvalConfig:
     background: str | None = None
     max_thumbnails: int = 4
     thumbnail_height: int = 96
+    max_panels: int = 2
     report: bool = True
     force: bool = False
     dry_run: bool = False

@@ -108,7 +108,8 @@ def atomic_torch_save(obj: Any, path: Path) -> None:
 def latest_cells(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, dict]]:
     """``(method, scene) -> metric -> cell`` of the newest record holding that metric (records in file order).
 
-    Each cell is the record's metric entry plus the record's ``run``, ``inputs``, ``states`` and ``thumbs``.
+    Each cell is the record's metric entry plus the record's ``run``, ``inputs``, ``states``, ``thumbs`` and
+    ``panels``.
     """
     cells: dict[tuple[str, str], dict[str, dict]] = {}
     for rec in records:
@@ -119,6 +120,7 @@ def latest_cells(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], 
             merged["inputs"] = rec.get("inputs")
             merged["states"] = rec.get("states")
             merged["thumbs"] = (rec.get("thumbs") or {}).get(name, [])
+            merged["panels"] = (rec.get("panels") or {}).get(name, [])
             merged["objects"] = (rec.get("objects") or {}).get(name)
             cells.setdefault(key, {})[name] = merged
     return cells
@@ -135,9 +137,10 @@ def unit_folder(method: str, scene: str) -> str:
 
 
 def commit_unit(out: Path, payload: Mapping[str, Any], plan: Plan, rank: int) -> dict:
-    """Write a unit's states and thumbnails, then append its record (the commit); returns the record.
+    """Write a unit's states, thumbnails and panels, then append its record (the commit); returns the record.
 
-    The files go to ``states/<method>/<scene>/`` and ``report/thumbs/<method>/<scene>/`` with the names made safe
+    The files go to ``states/<method>/<scene>/``, ``report/thumbs/<method>/<scene>/`` and
+    ``report/panels/<method>/<scene>/`` with the names made safe
     (:func:`unit_folder`); the record holds the real method and scene names and these relative paths.
     """
     from scenemetrics import viz
@@ -155,6 +158,12 @@ def commit_unit(out: Path, payload: Mapping[str, Any], plan: Plan, rank: int) ->
             rel = f"report/thumbs/{folder}/{safe_name(name)}-{i:03d}.png"
             viz.save_png(image, out / rel)
             thumbs.setdefault(name, []).append({"view": view, "file": rel})
+    panels: dict[str, list[dict]] = {}
+    for name, items in (payload.get("panels") or {}).items():
+        for i, (view, image, value) in enumerate(items):
+            rel = f"report/panels/{folder}/{safe_name(name)}-{i:03d}.png"
+            viz.save_png(image, out / rel)
+            panels.setdefault(name, []).append({"view": view, "file": rel, "value": float(value)})
     cells = {}
     for name, cell in payload["metrics"].items():
         c = dict(cell)
@@ -175,6 +184,7 @@ def commit_unit(out: Path, payload: Mapping[str, Any], plan: Plan, rank: int) ->
         "metrics": cells,
         "states": states_rel,
         "thumbs": thumbs,
+        "panels": panels,
         "objects": payload["objects"],
         "warnings": payload["warnings"],
     }

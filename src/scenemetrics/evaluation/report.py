@@ -7,8 +7,9 @@ Files in ``--out``:
   averages (``<col>_n``) and the pooled value over all the method's views (``<col>_pooled``).
 * ``results.json``: everything (metrics and their settings, leaderboard, per-scene values and per-view values,
   problems, unavailable metrics, whether the weights were random).
-* ``report/index.html``: leaderboard, per-scene table, per-object violin plots (OSIM), map thumbnails (PuzzleSim),
-  problems; PNGs next to it (matplotlib for the plots, ``[viz]`` extra).
+* ``report/index.html``: leaderboard, per-scene table, per-object violin plots (OSIM), map thumbnails (PuzzleSim,
+  the full-reference maps), render | ground truth | map panels of each method's worst views (``ssim_map``,
+  ``lpips_map``, ``abs_error``), problems; PNGs next to it (matplotlib for the plots, ``[viz]`` extra).
 
 Example:
     >>> format_value(23.456789), format_value(0.123456), format_value(float("nan"))
@@ -274,7 +275,7 @@ def finalize(config: EvalConfig, plan: Any, metrics: Any, summary: EvalSummary) 
         {"results.csv": out / "results.csv", "leaderboard.csv": out / "leaderboard.csv", "results.json": results_path}
     )
     if config.report:
-        summary.files["report"] = write_html(out, doc, rows, methods, scenes, columns, hib)
+        summary.files["report"] = write_html(out, doc, rows, methods, scenes, columns, hib, config.max_panels)
     return summary
 
 
@@ -299,6 +300,7 @@ td.skipped { color: #888; } td.error { color: #b00020; font-weight: bold; } td.m
 figure { display: inline-block; margin: 0.3em; text-align: center; }
 figcaption { font-size: 0.8em; color: #555; }
 img { image-rendering: auto; border: 1px solid #ddd; }
+.panels img { max-width: 100%; height: auto; image-rendering: pixelated; }
 .note { color: #666; font-size: 0.9em; }
 """
 
@@ -411,9 +413,9 @@ def _thumbs_section(
         return ""
     parts = [f"<h2>{_esc(name)}: maps</h2>"]
     parts.append(
-        '<p class="note">Render (left) and its map (right, reversed jet: warm = low = likely artifact). '
-        "Each map's colours span its own 2nd-98th percentile, so compare maps by the values on their colour bars. "
-        "The value under each pair is the view's score.</p>"
+        '<p class="note">Render (left) and its map (right; warm = worse: reversed jet for similarities such as '
+        "PuzzleSim, jet for errors). Each map's colours span its own 2nd-98th percentile, so compare maps by the "
+        "values on their colour bars. The value under each pair is the view's score.</p>"
     )
     for scene in scenes:
         parts.append(f'<h3>{_esc(scene)}</h3><table class="thumbs"><tbody>')
@@ -433,6 +435,52 @@ def _thumbs_section(
                 figs.append(f"<figure>{_img(report_dir, rel, alt)}<figcaption>{_esc(caption)}</figcaption></figure>")
             parts.append(f'<tr><td class="name">{_esc(method)}</td><td class="name">{"".join(figs)}</td></tr>')
         parts.append("</tbody></table>")
+    return "".join(parts)
+
+
+def _panels_section(
+    report_dir: Path,
+    rows: Sequence[Mapping[str, Any]],
+    methods: Sequence[str],
+    name: str,
+    higher: bool | None,
+    count: int,
+) -> str:
+    """Each method's ``count`` worst views for metric ``name``: render | ground truth | map, at full resolution."""
+    found = {
+        method: [
+            (p, r["scene"])
+            for r in rows
+            if r["method"] == method
+            for p in ((r["cells"].get(name) or {}).get("panels") or [])
+            if (r["cells"].get(name) or {}).get("status") == "ok"
+        ]
+        for method in methods
+    }
+    if not any(found.values()) or count == 0:
+        return ""
+    worst = "lowest" if higher is True else "highest"
+    parts = [f"<h2>{_esc(name)}: worst views</h2>"]
+    parts.append(
+        f'<p class="note">For each method, the {count} view(s) with the {worst} {_esc(name)} over its scenes: the '
+        "render, its ground truth and the map, each at the view's own resolution (the page may shrink them; open "
+        "the image for its pixels). Warm = worse; each map's colours span its 2nd-98th percentile widened to a "
+        "perfect render's value, given on its colour bar.</p>"
+    )
+    for method in methods:
+        items = sorted(found[method], key=lambda pair: pair[0]["value"], reverse=higher is not True)[:count]
+        if not items:
+            continue
+        figs = []
+        for panel, scene in items:
+            rel = panel["file"].removeprefix("report/")
+            alt = f"{name} panel of {method}/{scene} view {panel['view']}"
+            caption = f"{scene} / {panel['view']} \u2014 {format_value(panel['value'])}"
+            figs.append(
+                f'<figure><a href="{quote(rel)}">{_img(report_dir, rel, alt)}</a>'
+                f"<figcaption>{_esc(caption)}</figcaption></figure>"
+            )
+        parts.append(f'<h3>{_esc(method)}</h3><div class="panels">{"".join(figs)}</div>')
     return "".join(parts)
 
 
@@ -458,6 +506,7 @@ def write_html(
     scenes: Sequence[str],
     columns: Sequence[str],
     hib: Mapping[str, bool | None],
+    max_panels: int = 2,
 ) -> Path:
     """Write ``<out>/report/index.html`` (and its PNGs) from the finalized results; returns its path."""
     report_dir = out / "report"
@@ -536,6 +585,8 @@ def write_html(
         p.append(_violin_section(report_dir, rows, methods, scenes, name))
     for name in doc["metrics"]:
         p.append(_thumbs_section(report_dir, rows, methods, scenes, name))
+    for name in doc["metrics"]:
+        p.append(_panels_section(report_dir, rows, methods, name, hib.get(name), max_panels))
 
     if doc["problems"]:
         p.append("<h2>Problems</h2>")

@@ -158,6 +158,8 @@ def _checked(config: EvalConfig) -> tuple[EvalConfig, list[MetricAdapter], dict[
         raise ValueError(f"`background` must be 'white', 'black' or None; received {config.background!r}")
     if not (isinstance(config.max_thumbnails, int) and config.max_thumbnails >= 0):
         raise ValueError(f"`max_thumbnails` must be an int >= 0; received {config.max_thumbnails!r}")
+    if not (isinstance(config.max_panels, int) and config.max_panels >= 0):
+        raise ValueError(f"`max_panels` must be an int >= 0; received {config.max_panels!r}")
     if not entries:
         raise ValueError(
             "none of the requested metrics can run here: " + "; ".join(f"{n}: {why}" for n, why in unavailable.items())

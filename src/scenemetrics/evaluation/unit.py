@@ -6,8 +6,9 @@
 2. :func:`load_cameras` — ``cameras.json`` for the metrics that need source views and poses;
 3. :func:`give_references` — the unit's training views, once, to metrics fed by references;
 4. per view: :func:`load_view` (render, ground truth, mask, source view, pose), then :func:`update_metrics`
-   (the ``update``/forward of each metric, its map thumbnail and object records);
-5. :func:`compute_metrics` — each metric's ``compute()`` and states.
+   (the ``update``/forward of each metric, its map thumbnail, its worst views so far and object records);
+5. :func:`compute_metrics` — each metric's ``compute()`` and states; :func:`draw_panels` — the render | ground
+   truth | map panels of the worst views of each full-reference map metric.
 
 The result is a payload (plain data and CPU tensors) that rank 0 commits (:func:`~scenemetrics.evaluation.records.
 commit_unit`). A failure of one metric is recorded as its ``error`` cell; the other metrics go on.
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "UnitMetrics",
     "compute_metrics",
+    "draw_panels",
     "error_text",
     "evaluate_unit",
     "evaluate_unit_safely",
@@ -136,8 +138,11 @@ def _load_image(path: Path, background: str | None, notes: list[str]) -> Any:
     return image
 
 
-def _thumbnail(render: Any, sim_map: Any, height: int, name: str = "map", view: str = "") -> Any:
-    """Render and map side by side at ``height`` px, titled, with a colour bar of the map's real values."""
+def _thumbnail(
+    render: Any, sim_map: Any, height: int, name: str = "map", view: str = "", higher_is_better: bool | None = True
+) -> Any:
+    """Render and map side by side at ``height`` px, titled, with a colour bar of the map's real values (the map in
+    reversed jet for a similarity, jet for an error: warm is worse either way)."""
     import torch.nn.functional as F
 
     from scenemetrics import viz
@@ -154,6 +159,8 @@ def _thumbnail(render: Any, sim_map: Any, height: int, name: str = "map", view: 
         labels={"image": "render"},
         title=f"{name}: {view} (mean {float(full.mean()):.4f})",
         display_range=viz.robust_range(full),
+        colormap=viz.colormap_for("jet_r", higher_is_better),
+        meaning="warm = worse" if higher_is_better is not None else None,
         value_label=name,
         min_height=0,
         font_size=10,
@@ -228,6 +235,9 @@ class UnitRun:
         cells: metric -> result cell (``status`` and values, reason or error).
         active: metric -> instance still running (a failure removes it).
         states, thumbs, objects, per_view: what the payload carries per metric.
+        worst: metric -> the views kept for panels so far, ``(value, view, render, ground truth, map)`` on the CPU,
+            worst first (full-reference map metrics only).
+        panels: metric -> ``(view, picture, value)`` of the kept worst views, drawn by :func:`draw_panels`.
         timings: seconds spent per metric.
         notes: facts about the inputs met while loading (``"alpha"``: an alpha channel was dropped).
         capture: the warnings raised while calling each metric.
@@ -241,6 +251,8 @@ class UnitRun:
     thumbs: dict[str, list] = field(default_factory=dict)
     objects: dict[str, list] = field(default_factory=dict)
     per_view: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    worst: dict[str, list[tuple[float, str, Any, Any, Any]]] = field(default_factory=dict)
+    panels: dict[str, list[tuple[str, Any, float]]] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     capture: _Capture = field(default_factory=lambda: _Capture())
@@ -398,12 +410,69 @@ def _keep_pictures(
 
     name = entry.name
     maps = getattr(metric, "last_maps", None) if entry.has_picture("map", metric) else None
+    hib = _higher_is_better(entry, metric)
     if isinstance(maps, torch.Tensor) and maps.ndim == 3 and index < config.max_thumbnails:
-        picture = _thumbnail(item.render[0], maps[0].detach(), config.thumbnail_height, name, item.name)
+        picture = _thumbnail(item.render[0], maps[0].detach(), config.thumbnail_height, name, item.name, hib)
         run.thumbs.setdefault(name, []).append((item.name, picture))
+    if isinstance(maps, torch.Tensor) and maps.ndim == 3 and "gt" in entry.inputs and config.max_panels > 0:
+        _keep_if_worst(run, name, item, maps[0].detach(), hib, config.max_panels)
     result = getattr(metric, "last_result", None) if entry.has_picture("objects", metric) else None
     if result is not None and hasattr(result, "r") and hasattr(result, "classes"):
         run.objects.setdefault(name, []).extend(_objects(entry.object_class_names(), result, item.name))
+
+
+def _higher_is_better(entry: MetricAdapter, metric: Any) -> bool | None:
+    if entry.higher_is_better is not None:
+        return entry.higher_is_better
+    value = getattr(metric, "higher_is_better", None)
+    return value if isinstance(value, bool) else None
+
+
+def _keep_if_worst(run: UnitRun, name: str, item: ViewItem, values: Any, hib: bool | None, keep: int) -> None:
+    """Keep this view for a panel if it is among the ``keep`` worst so far (by its per-view value, else the map's
+    mean; lowest first for a similarity, highest first otherwise)."""
+    value = (run.per_view.get(name, {}).get(item.name) or {}).get(name)
+    if value is None:
+        value = float(values.float().mean())
+    kept = run.worst.setdefault(name, [])
+    if item.target is None or (len(kept) >= keep and not _worse(value, kept[-1][0], hib)):
+        return
+    kept.append((float(value), item.name, item.render[0].cpu(), item.target[0].cpu(), values.float().cpu()))
+    kept.sort(key=lambda k: k[0], reverse=hib is not True)
+    del kept[keep:]
+
+
+def _worse(a: float, b: float, hib: bool | None) -> bool:
+    return a < b if hib is True else a > b
+
+
+def draw_panels(run: UnitRun, adapters: Mapping[str, MetricAdapter]) -> None:
+    """Render | ground truth | map of each kept worst view (each tile at the view's resolution), for the metrics
+    that computed."""
+    from scenemetrics import viz
+
+    for name, kept in run.worst.items():
+        if run.cells.get(name, {}).get("status") != "ok":
+            continue
+        metric = run.active.get(name)
+        hib = _higher_is_better(adapters[name], metric)
+        for value, view, render, target, values in kept:
+            rng = viz.quality_range(values, hib)
+            picture = viz.comparison_panel(
+                render,
+                target,
+                values,
+                title=f"{name}: {run.unit.key}, view {view} ({name} {value:.4f})",
+                display_range=rng,
+                colormap=viz.colormap_for("jet_r", hib),
+                value_label=name,
+                labels=("render", "ground truth", "map"),
+                notes=[
+                    f"{'warm = worse; ' if hib is not None else ''}{rng.rule} ({rng.vmin:.4f} to {rng.vmax:.4f}); "
+                    "tiles at the view's resolution"
+                ],
+            )
+            run.panels.setdefault(name, []).append((view, picture.image, value))
 
 
 def compute_metrics(run: UnitRun) -> None:
@@ -445,6 +514,7 @@ def _payload(run: UnitRun, seconds: float) -> dict[str, Any]:
         "metrics": run.cells,
         "states": run.states,
         "thumbs": {k: v for k, v in run.thumbs.items() if k in ok},
+        "panels": {k: v for k, v in run.panels.items() if k in ok},
         "objects": {k: v for k, v in run.objects.items() if k in ok},
         "warnings": run.capture.messages,
         "seconds": round(seconds, 4),
@@ -478,6 +548,7 @@ def evaluate_unit(
                 break
             update_metrics(run, index, item, masked, metrics, config)
         compute_metrics(run)
+    draw_panels(run, run.adapters)
     return _payload(run, time.perf_counter() - t_start)
 
 
@@ -497,6 +568,7 @@ def evaluate_unit_safely(
             "metrics": {a.name: dict(cell) for a in adapters},
             "states": {},
             "thumbs": {},
+            "panels": {},
             "objects": {},
             "warnings": [],
             "seconds": 0.0,
