@@ -1,4 +1,4 @@
-"""Benchmark ``scenemetrics.stats.mmd_rbf`` (PRISM's MMD): time and peak memory against two baselines measured in the same run.
+"""Benchmark ``scenemetrics.stats.mmd_rbf`` (PRISM's MMD): time and peak memory against two baselines in one run.
 
 Baselines:
 

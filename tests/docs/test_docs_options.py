@@ -65,7 +65,8 @@ def test_every_eval_flag_comes_from_a_schema() -> None:
     parser = argparse.ArgumentParser(prog="scenemetrics")
     eval_cli.register(parser.add_subparsers())
     sub = parser._subparsers._group_actions[0].choices["eval"]  # the `eval` parser
-    flags = {s for a in sub._actions for s in a.option_strings if re.match(r"--(lpips|puzzlesim|osim|prism|inception|clip|dino)-", s)}
+    families = r"--(lpips|puzzlesim|osim|prism|inception|clip|dino)-"
+    flags = {s for a in sub._actions for s in a.option_strings if re.match(families, s)}
     derived = {"--" + f.name.replace("_", "-") for f in option_flags()}
     assert flags == derived
     # every option of every built-in metric has its flag; a family's flag sets all its metrics that declare the key

@@ -18,14 +18,15 @@ The registered names (``scenemetrics eval --metrics``, the callbacks, ``scenemet
 networks need the ``[baselines]`` extra (torch-fidelity, transformers, huggingface_hub, safetensors).
 
 Example:
-    >>> import os, tempfile, torch
+    >>> import torch
     >>> from scenemetrics import baselines
-    >>> folder = baselines.random_clip_folder(os.path.join(tempfile.mkdtemp(), "clip"))
-    >>> clip_s = baselines.EmbeddingSimilarity("clip", weights=folder)
-    >>> x = torch.rand(2, 3, 32, 32, generator=torch.Generator().manual_seed(0))
-    >>> clip_s.update(x, x)
-    >>> round(float(clip_s.compute()), 5)
-    1.0
+    >>> g = torch.Generator().manual_seed(0)
+    >>> real = torch.randn(500, 3, generator=g, dtype=torch.float64)
+    >>> round(float(baselines.frechet_distance(real + 1.0, real)), 6)  # on embeddings: a shift by 1 in 3 dimensions
+    3.0
+    >>> clip_s = baselines.EmbeddingSimilarity("clip")  # doctest: +SKIP
+    >>> clip_s.update(renders, ground_truth)  # doctest: +SKIP
+    >>> clip_s.compute()  # doctest: +SKIP
 """
 
 from __future__ import annotations

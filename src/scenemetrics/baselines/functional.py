@@ -173,9 +173,10 @@ def cmmd(
     """CMMD (Jayasumana et al. 2024): ``scale`` x the RBF MMD² (``exp(-||a - b||² / (2 σ²))``) between two sets of CLIP
     embeddings, by :func:`scenemetrics.stats.mmd_rbf`.
 
-    ``unbiased=True`` (default) is the unbiased estimator of the paper's text; ``unbiased=False`` the biased
-    V-statistic that google-research/cmmd's ``distance.py`` computes (means over all pairs, self-pairs included).
-    The two differ by ``O(1/N)``; for the few views of a scene choose one and keep it.
+    ``unbiased=True`` (default) is the unbiased U-statistic (self-pairs excluded, as PRISM's MMD); ``unbiased=False``
+    the biased V-statistic that google-research/cmmd's ``distance.py`` computes (means over all pairs, self-pairs
+    included; its docstring says so). The two differ by ``O(1/N)``, which matters for the few views of a scene:
+    choose one and keep it.
 
     Returns:
         0-dim float64 tensor (the unbiased estimate can be slightly negative for two samples of one distribution).

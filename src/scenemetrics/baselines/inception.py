@@ -17,7 +17,7 @@ default, ``False`` torch-fidelity's TensorFlow-1-compatible resize of the origin
 Example:
     >>> import os, tempfile
     >>> from scenemetrics.baselines import random_inception_checkpoint
-    >>> path = random_inception_checkpoint(os.path.join(tempfile.mkdtemp(), "inception.pth"))
+    >>> path = random_inception_checkpoint(os.path.join(tempfile.mkdtemp(), "inception.pth"))  # doctest: +SKIP
     >>> net = load_inception(path)  # doctest: +SKIP
     >>> net(torch.rand(2, 3, 64, 64)).shape  # doctest: +SKIP
     torch.Size([2, 2048])

@@ -97,8 +97,8 @@ def head_discriminability(
     Raises:
         ValueError: an unknown split or an anchor set of another embedding size.
     """
-    from scenemetrics.prism.data import SPLITS, anchor_embeddings_from_cache, read_feature_cache
     from scenemetrics.prism.anchors import load_anchors
+    from scenemetrics.prism.data import SPLITS, anchor_embeddings_from_cache, read_feature_cache
     from scenemetrics.stats import separation
 
     for name, value in (("split", split), ("anchor_split", anchor_split)):
