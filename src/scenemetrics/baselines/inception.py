@@ -109,6 +109,7 @@ def resolve_inception(weights_path: str | os.PathLike | None = None) -> Path:
 
 @functools.lru_cache(maxsize=4)
 def _network(path: str, mtime_ns: int, antialias: bool, device: str) -> nn.Module:
+    state = _checked_state(hub.load_torch_checkpoint(path), path)  # a bad file is named before a missing package
     if importlib.util.find_spec("torch_fidelity") is None:
         raise ImportError(
             "the FID Inception (torchmetrics' NoTrainInceptionV3) needs torch-fidelity: "
@@ -116,7 +117,6 @@ def _network(path: str, mtime_ns: int, antialias: bool, device: str) -> nn.Modul
         )
     from torchmetrics.image.fid import NoTrainInceptionV3
 
-    state = _checked_state(hub.load_torch_checkpoint(path), path)
     # torch-fidelity reads its weights with torch.load(weights_only=False): give it only bytes written here, from
     # tensors that were read with weights_only=True, never the file itself
     buffer = io.BytesIO()
