@@ -12,7 +12,8 @@ throughput of the full-size networks, each against a baseline measured in the sa
 Medians of ``--repeats`` runs after one warm-up. Prints one JSON object.
 
 Usage:
-    python benchmarks/baselines_speed.py [--device cuda] [--batch 32] [--size 256] [--repeats 5] [--skip-embed]
+    python benchmarks/baselines_speed.py [--device cuda] [--batch 32] [--size 256] [--repeats 5] [--dims 2048 4096]
+        [--skip-embed]
 """
 
 from __future__ import annotations
@@ -156,6 +157,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--size", type=int, default=256, help="side of the square input images")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--dims", type=int, nargs="+", default=[2048, 4096], help="feature sizes of the Fréchet part")
     parser.add_argument("--skip-embed", action="store_true", help="only the Fréchet distance")
     args = parser.parse_args()
 
@@ -163,7 +165,7 @@ def main() -> None:
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     frechet = []
-    for d in (2048, 4096):
+    for d in args.dims:
         frechet.append(_frechet(d, 1000, device, args.repeats))
         print(json.dumps(frechet[-1]), file=sys.stderr)
     result = {
