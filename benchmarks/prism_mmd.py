@@ -1,4 +1,4 @@
-"""Benchmark ``scenemetrics.prism.mmd_rbf``: time and peak memory against two baselines measured in the same run.
+"""Benchmark ``scenemetrics.stats.mmd_rbf`` (PRISM's MMD): time and peak memory against two baselines in one run.
 
 Baselines:
 
@@ -90,7 +90,7 @@ def _one(method: str, size: int, dim: int, device: str) -> dict:
     """Runs in a child process: one timing and the peak memory of that computation."""
     import torch
 
-    from scenemetrics.prism import mmd_rbf
+    from scenemetrics.stats import mmd_rbf
 
     g = torch.Generator().manual_seed(0)
     x = torch.nn.functional.normalize(torch.randn(size, dim, generator=g), dim=1).to(device)

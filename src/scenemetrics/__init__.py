@@ -26,6 +26,7 @@ _SUBMODULES = (
     "wireframe",
     "openlex3d",
     "fullref",
+    "baselines",
     "losses",
     "callbacks",
     "inpainting",

@@ -21,6 +21,10 @@ name           metric                                                       inpu
 ``abs_error``  ``scenemetrics.fullref.AbsErrorMap``                         gt / paired, map             low
 =============  ===========================================================  ===========================  =====
 
+The baselines of :mod:`scenemetrics.baselines` (``fid``, ``kid``, ``jfid``, ``cmmd``, ``jcmmd``, ``clip_s``,
+``clip_s_src``, ``fd_dinov2``, ``jfd_dinov2``, ``dino_sim``, ``dino_sim_src``) are declared in one table at the end
+(``_BASELINES``), with one option set per embedding family (``inception``, ``clip``, ``dino``).
+
 Example:
     >>> from scenemetrics.registry import MetricConfig, get_metric
     >>> type(get_metric("psnr").build(MetricConfig("psnr", {}, "cpu"))).__name__
@@ -45,6 +49,8 @@ from typing import Any
 from scenemetrics.registry import MetricConfig, Option, register_metric
 
 __all__ = [
+    "baseline_requirement",
+    "build_baseline",
     "build_lpips",
     "build_lpips_map",
     "build_osim",
@@ -525,3 +531,126 @@ register_metric(
     metric_class="scenemetrics.fullref.metric:AbsErrorMap",
     pictures=("map",),
 )
+
+
+# ---- baselines (scenemetrics.baselines): distribution distances, PRISM's joint variants, embedding similarities ----
+# One contiguous block: the options of each embedding family are declared once (`_INCEPTION_OPTIONS`, ...), shared by
+# the metrics of that family, so `--inception-weights`, `--clip-model` and `--dino-model` set every metric using it.
+
+_INCEPTION_OPTIONS = (
+    Option("weights", Path, None, "FID InceptionV3 checkpoint, file or folder (default: hub cache, then download)"),
+    Option(
+        "tf_resize",
+        bool,
+        False,
+        "resize to 299 px as torch-fidelity / the original TensorFlow FID (default: torchmetrics' antialiased resize)",
+    ),
+)
+_KID_OPTIONS = (
+    Option("subsets", int, 100, "random subsets KID averages over", low=1),
+    Option("subset_size", int, 1000, "embeddings per subset (reduced to the smaller set, warned)", low=1),
+    Option("seed", int, 0, "seed of the subset draws"),
+)
+_CLIP_OPTIONS = (
+    Option(
+        "model", Path, None, "CLIP model: save_pretrained folder or hub id (default: openai/clip-vit-large-patch14-336)"
+    ),
+    Option("revision", str, None, "Hugging Face revision of the model"),
+)
+_CMMD_OPTIONS = (
+    Option("biased", bool, False, "the biased V-statistic of google-research/cmmd's code (default: the unbiased MMD)"),
+)
+_DINO_OPTIONS = (
+    Option("model", Path, None, "DINOv2 model: save_pretrained folder or hub id (default: facebook/dinov2-large)"),
+    Option("revision", str, None, "Hugging Face revision of the model"),
+    Option("image_size", int, 224, "side the images are resized to (a multiple of the 14 px patches)", low=14),
+)
+
+# name: (class, features, family, options, inputs, update kind, per view, higher is better, description)
+_BASELINES: dict[str, tuple[str, str, str, tuple[Option, ...], tuple[str, ...], str, bool, bool, str]] = {
+    "fid": ("FrechetDistance", "inception", "inception", _INCEPTION_OPTIONS, ("gt",), "paired", False, False,
+            "FID between the renders and the ground-truth views of a scene (torch-fidelity InceptionV3, pool3)"),
+    "kid": ("KernelDistance", "inception", "inception", _INCEPTION_OPTIONS + _KID_OPTIONS, ("gt",), "paired", False,
+            False, "KID (unbiased cubic-kernel MMD², mean over subsets) between the renders and the ground truth"),
+    "jfid": ("JointFrechetDistance", "inception", "inception", _INCEPTION_OPTIONS, ("gt", "cameras"), "joint", False,
+             False, "joint FID of (source view, render) vs (source view, ground truth) pairs (PRISM's JFID)"),
+    "cmmd": ("CMMD", "clip", "clip", _CLIP_OPTIONS + _CMMD_OPTIONS, ("gt",), "paired", False, False,
+             "CMMD: 1000 x RBF MMD² (sigma 10) of CLIP embeddings, renders vs ground truth"),
+    "jcmmd": ("JointCMMD", "clip", "clip", _CLIP_OPTIONS + _CMMD_OPTIONS, ("gt", "cameras"), "joint", False, False,
+              "joint CMMD of (source view, render) vs (source view, ground truth) pairs (PRISM's JCMMD)"),
+    "clip_s": ("EmbeddingSimilarity", "clip", "clip", _CLIP_OPTIONS, ("gt",), "paired", True, True,
+               "CLIP-S: cosine of the CLIP embeddings of each render and its ground truth, averaged"),
+    "clip_s_src": ("EmbeddingSimilarity", "clip", "clip", _CLIP_OPTIONS, ("cameras",), "vs_source", True, True,
+                   "CLIP-S with the source view: cosine of the CLIP embeddings of each render and its source view"),
+    "fd_dinov2": ("FrechetDistance", "dinov2", "dino", _DINO_OPTIONS, ("gt",), "paired", False, False,
+                  "FD-DINOv2: Fréchet distance of DINOv2 ViT-L/14 CLS embeddings, renders vs ground truth"),
+    "jfd_dinov2": ("JointFrechetDistance", "dinov2", "dino", _DINO_OPTIONS, ("gt", "cameras"), "joint", False, False,
+                   "joint FD-DINOv2 of (source view, render) vs (source view, ground truth) pairs (PRISM's JFDD)"),
+    "dino_sim": ("EmbeddingSimilarity", "dinov2", "dino", _DINO_OPTIONS, ("gt",), "paired", True, True,
+                 "DINO similarity: cosine of the DINOv2 CLS embeddings of each render and its ground truth"),
+    "dino_sim_src": ("EmbeddingSimilarity", "dinov2", "dino", _DINO_OPTIONS, ("cameras",), "vs_source", True, True,
+                     "DINO similarity with the source view of each render"),
+}  # fmt: skip
+
+_BASELINE_EXTRAS = {
+    "inception": (("torch_fidelity", "baselines"),),
+    "clip": (("transformers", "baselines"), ("huggingface_hub", "baselines"), ("safetensors", "baselines")),
+    "dinov2": (("transformers", "baselines"), ("huggingface_hub", "baselines"), ("safetensors", "baselines")),
+}
+_BASELINE_REQUIREMENTS = {
+    features: _package_requirement("scenemetrics.baselines", "FrechetDistance", "baseline", extras)
+    for features, extras in _BASELINE_EXTRAS.items()
+}
+
+
+def baseline_requirement(config: MetricConfig) -> str | None:
+    """Why a baseline cannot run here (a package of the ``[baselines]`` extra its network needs is missing)."""
+    return _BASELINE_REQUIREMENTS[_BASELINES[config.name][1]](config)
+
+
+def _random_baseline_weights(features: str, config: MetricConfig) -> str:
+    baselines = importlib.import_module("scenemetrics.baselines")
+    path = config.work_dir / f"{config.name}-{features}-random"
+    if features == "inception":
+        return str(baselines.random_inception_checkpoint(path.with_suffix(".pth")))
+    make = baselines.random_clip_folder if features == "clip" else baselines.random_dinov2_folder
+    return str(make(path))
+
+
+def build_baseline(config: MetricConfig) -> Any:
+    """The :mod:`scenemetrics.baselines` metric registered as ``config.name``, with its family's options; with
+    random weights a random checkpoint (Inception) or a small random ``transformers`` model (CLIP, DINOv2)."""
+    baselines = importlib.import_module("scenemetrics.baselines")
+    cls, features = _BASELINES[config.name][:2]
+    opts = dict(config.options)
+    kwargs: dict[str, Any] = {"weights": opts.pop("weights", None)}
+    if "model" in opts:  # the CLIP / DINOv2 folder or hub id
+        kwargs["weights"] = opts.pop("model")
+    if config.random_weights and kwargs["weights"] is None:
+        kwargs["weights"] = _random_baseline_weights(features, config)
+    if "tf_resize" in opts:
+        kwargs["antialias"] = not opts.pop("tf_resize")
+    if "biased" in opts:
+        kwargs["unbiased"] = not opts.pop("biased")
+    kwargs.update(opts)  # revision, image_size, subsets, subset_size, seed: the constructor's own names
+    return getattr(baselines, cls)(features, **kwargs)
+
+
+def _register_baselines() -> None:
+    for name, (cls, _, family, options, inputs, update, per_view, higher, text) in _BASELINES.items():
+        register_metric(
+            name,
+            build_baseline,
+            options=options,
+            family=family,
+            inputs=inputs,
+            higher_is_better=higher,
+            description=text,
+            requires=baseline_requirement,
+            per_view=per_view,
+            update=update,
+            metric_class=f"scenemetrics.baselines.metric:{cls}",
+        )
+
+
+_register_baselines()

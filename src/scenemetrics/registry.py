@@ -15,8 +15,10 @@ Each entry (a :class:`MetricAdapter`) declares, for one metric:
   references), ``cameras`` (a source view and the relative pose, as PRISM uses);
 * how it **updates** (``update``): ``"references"`` (``set_references(training views)`` once, then
   ``update(render)``; a boolean ``has_references`` attribute, where the metric has one, says whether it has them),
-  ``"prism_mmd"`` (``update(source, render, pose)``), ``"prism_distance"`` (``update(source, render, target, pose)``)
-  or ``"paired"`` (``update(render, target)``). The one per-view
+  ``"prism_mmd"`` (``update(source, render, pose)``), ``"prism_distance"`` (``update(source, render, target, pose)``),
+  ``"joint"`` (``update(source, render, target)``: the joint distribution baselines), ``"vs_source"``
+  (``update(render, source)``: a render compared with its source view) or ``"paired"`` (``update(render, target)``).
+  The one per-view
   dispatch is :meth:`MetricAdapter.update_args`: it also turns a view's two cameras into the relative pose (the
   adapter's ``pose`` function) and crops views to a centred square for metrics declared ``square`` (with their
   ``center_crop`` option);
@@ -112,6 +114,8 @@ UPDATE_SIGNATURES = MappingProxyType(
         "references": ("render",),
         "prism_mmd": ("source", "render", "pose"),
         "prism_distance": ("source", "render", "target", "pose"),
+        "joint": ("source", "render", "target"),
+        "vs_source": ("render", "source"),
         "paired": ("render", "target"),
     }
 )
@@ -606,8 +610,9 @@ class MetricAdapter:
             raise UnusableViewError(f"view {item.name!r} has no ground truth", "target")
         if "pose" in wanted and values["pose"] is None and item.cameras is not None and self.pose is not None:
             values["pose"] = _resolve(self.pose)(*item.cameras).to(item.render.device)
-        if "source" in wanted and (values["source"] is None or values["pose"] is None):
-            raise UnusableViewError(f"view {item.name!r} has no source view and pose (cameras)", "cameras")
+        if ("source" in wanted and values["source"] is None) or ("pose" in wanted and values["pose"] is None):
+            what = "source view and pose" if "pose" in wanted else "source view"
+            raise UnusableViewError(f"view {item.name!r} has no {what} (cameras)", "cameras")
         images = [k for k in wanted if k != "pose"]
         if self.square and any(values[k].shape[-2] != values[k].shape[-1] for k in images):
             if not config.options.get("center_crop"):

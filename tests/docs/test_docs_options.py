@@ -35,12 +35,12 @@ def _value(flag: OptionFlag) -> str:
     return text
 
 
-def render_table() -> str:
+def render_table(names: tuple[str, ...] = BUILTINS) -> str:
     rows = [
         "| flag (nerfstudio field) | metrics | value | default | changes scores | meaning |",
         "|---|---|---|---|---|---|",
     ]
-    for flag in option_flags(BUILTINS):
+    for flag in option_flags(names):
         opt = flag.option
         name = "--" + flag.name.replace("_", "-")
         default = "—" if opt.default is None else f"`{opt.default}`"
@@ -65,9 +65,8 @@ def test_every_eval_flag_comes_from_a_schema() -> None:
     parser = argparse.ArgumentParser(prog="scenemetrics")
     eval_cli.register(parser.add_subparsers())
     sub = parser._subparsers._group_actions[0].choices["eval"]  # the `eval` parser
-    flags = {
-        s for a in sub._actions for s in a.option_strings if re.match(r"--(lpips|puzzlesim|osim|prism|ssim-map)-", s)
-    }
+    families = r"--(lpips|puzzlesim|osim|prism|ssim-map|inception|clip|dino)-"
+    flags = {s for a in sub._actions for s in a.option_strings if re.match(families, s)}
     derived = {"--" + f.name.replace("_", "-") for f in option_flags()}
     assert flags == derived
     # every option of every built-in metric has its flag; a family's flag sets all its metrics that declare the key

@@ -66,8 +66,8 @@ def test_register_rules():
 
 
 def test_resolve_metrics_errors_and_all():
-    with pytest.raises(ValueError, match=r"unknown metric 'fid'; known metrics: psnr, ssim, lpips"):
-        resolve_metrics(["psnr", "fid"])
+    with pytest.raises(ValueError, match=r"unknown metric 'no_such'; known metrics: psnr, ssim, lpips"):
+        resolve_metrics(["psnr", "no_such"])
     with pytest.raises(ValueError, match="more than once"):
         resolve_metrics(["psnr", "psnr"])
     with pytest.raises(ValueError, match="empty"):

@@ -30,6 +30,8 @@ import pytest
 import torch
 from torchmetrics import Metric
 
+from tests.utils import extras
+
 Batch = tuple[Any, ...]
 Resources = Mapping[str, str]
 
@@ -78,13 +80,19 @@ def build_resources(root: str | os.PathLike) -> dict[str, str]:
     from scenemetrics.puzzlesim import random_checkpoint as squeezenet_checkpoint
 
     root = Path(root)
-    return {
+    resources = {
         "squeezenet": str(squeezenet_checkpoint("squeezenet1_1", root / "squeezenet1_1.pth")),
         "alexnet": str(squeezenet_checkpoint("alexnet", root / "alexnet.pth", include_classifier=False)),
         "vgg16": str(squeezenet_checkpoint("vgg16", root / "vgg16.pth", include_classifier=False)),
         "yolox_nano": str(yolox_checkpoint("yolox_nano", root / "yolox_nano.pth", seed=0)),
         "zero123": str(zero123_checkpoint(root / "zero123")),
     }
+    if not extras.missing("baselines"):
+        from scenemetrics.baselines import random_clip_folder, random_dinov2_folder
+
+        resources["clip"] = str(random_clip_folder(root / "clip"))
+        resources["dinov2"] = str(random_dinov2_folder(root / "dinov2"))
+    return resources
 
 
 def _images(n: int, h: int, w: int, seed: int) -> torch.Tensor:
@@ -122,6 +130,7 @@ class Case:
         error_names: per update argument, the name an error about it must mention (default: the parameter name).
         atol: tolerance of every comparison between two runs on the same data.
         slow: the checks of this case take more than a few seconds (a network forward per image).
+        extras: the optional extras the case needs (skipped, naming them, without them).
     """
 
     cls: type[Metric]
@@ -131,6 +140,7 @@ class Case:
     error_names: tuple[str, ...] | None = None
     atol: float = 1e-6
     slow: bool = False
+    extras: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -309,6 +319,30 @@ def _ol3_retrieval_batches(res: Resources) -> list[Batch]:
     return out
 
 
+def _baseline(cls_name: str, features: str, **kwargs: Any) -> Callable[[Resources], Metric]:
+    def make(res: Resources) -> Metric:
+        import scenemetrics.baselines as baselines
+
+        extra = {"image_size": 28} if features == "dinov2" else {}  # 2 x 2 patches of the tiny model
+        return getattr(baselines, cls_name)(features, weights=res[features], **extra, **kwargs)
+
+    return make
+
+
+def _baseline_batches(joint: bool = False, paired: bool = False) -> Callable[[Resources], list[Batch]]:
+    """Renders and references of different sizes (and counts, unless ``paired``); with ``joint`` a source per pair."""
+
+    def batches(res: Resources) -> list[Batch]:
+        out: list[Batch] = []
+        for i, n in enumerate((2, 3, 2)):
+            m = n if paired or joint else n + 1 - i % 2
+            preds, target = _images(n, 30, 36, 70 + i), _images(m, 28, 28, 80 + i)
+            out.append((_images(n, 32, 32, 90 + i), preds, target) if joint else (preds, target))
+        return out
+
+    return batches
+
+
 def cases() -> list[Case]:
     """One :class:`Case` per public Metric class."""
     import scenemetrics as sm
@@ -326,7 +360,22 @@ def cases() -> list[Case]:
             Case(getattr(sm.fullref, name), _fullref(name), _fullref_batches, image_args=(0, 1))
             for name in ("SSIMMap", "AbsErrorMap", "LPIPSMap", "SSIM3DGS", "SSIMNerfBaselines", "LPIPS3DGS")
         ),
-    ]
+        # the baselines on tiny random transformers models (the FID Inception is checked in tests/baselines)
+        *(
+            Case(getattr(sm.baselines, cls), _baseline(cls, features), _baseline_batches(joint, paired),
+                 image_args=(0, 1, 2) if joint else (0, 1), atol=1e-5, extras=("baselines",))
+            for cls, features, joint, paired in (
+                ("FrechetDistance", "dinov2", False, False),
+                ("JointFrechetDistance", "dinov2", True, False),
+                # equal set sizes: every subset is a whole set, so the value does not depend on the rows' order
+                # (which differs between one process and a DDP gather)
+                ("KernelDistance", "dinov2", False, True),
+                ("CMMD", "clip", False, False),
+                ("JointCMMD", "clip", True, False),
+                ("EmbeddingSimilarity", "clip", False, True),
+            )
+        ),
+    ]  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------- comparisons
@@ -588,6 +637,8 @@ def ddp_worker(rank: int, world: int, port: int, res: dict[str, str], out_dir: s
     try:
         results = {}
         for case in cases():
+            if extras.missing(*case.extras):
+                continue
             batches = case.batches(res)
             metric = quiet_update(case.make(res), batches[rank::world])
             results[case.name] = as_floats(quiet_compute(metric))

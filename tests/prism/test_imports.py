@@ -34,12 +34,13 @@ sys.meta_path.insert(0, Block())
 import torch
 import scenemetrics as sm
 import scenemetrics.prism as prism
+from scenemetrics.stats import mmd_rbf
 
 assert prism.BLOCK_NAMES[4] == "mid" and prism.DEFAULT_MODEL == "ashawkey/zero123-xl-diffusers"
 x, y = torch.randn(6, 3), torch.randn(5, 3)
 metric = sm.PRISMMMD(anchors=y)
 metric.add_embeddings(x)
-assert abs(float(metric.compute()) - float(prism.mmd_rbf(x, y))) < 1e-6
+assert abs(float(metric.compute()) - float(mmd_rbf(x, y))) < 1e-6
 assert prism.ProjectionHead(in_dim=8, out_dim=4, hidden_dim=4)(torch.randn(2, 8)).shape == (2, 4)
 for call in (lambda: prism.Zero123Features.from_pretrained("someone/zero123"),
              lambda: prism.Zero123Features.from_pretrained("."),

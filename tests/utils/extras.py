@@ -28,6 +28,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "openlex3d": ("plyfile", "lzf"),
     "wireframe": ("pyarrow",),
     "clip": ("open_clip",),
+    "baselines": ("torch_fidelity", "transformers", "huggingface_hub", "safetensors"),
     "wandb": ("wandb",),
     "viz": ("matplotlib",),
     "nerfstudio": ("nerfstudio",),

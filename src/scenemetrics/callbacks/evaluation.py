@@ -15,14 +15,16 @@ update kind         call
 ``references``      ``m.update(render)`` (after ``set_references``; PuzzleSim)
 ``prism_mmd``       ``m.update(extras["source"], render, pose)``
 ``prism_distance``  ``m.update(extras["source"], render, target, pose)``
+``joint``           ``m.update(extras["source"], render, target)`` (JFID, JCMMD, ...)
+``vs_source``       ``m.update(render, extras["source"])`` (CLIP-S with the source)
 ``paired``          ``m.update(render, target)`` (OSIM, PSNR, SSIM, ...)
 ==================  =========================================================
 
 ``pose`` is ``extras["pose"]``, or computed by the adapter from ``extras["cameras"]`` (a pair of source and target
-cameras). A view a metric cannot use (no target; not square for a metric declared ``square`` without its
-``center_crop`` option) is skipped for it with one warning. The adapter also says which pictures a metric gives: its
-``last_maps`` map, and the objects overlay its ``overlay`` function draws (OSIM). Nothing here imports a metric family
-or compares class names.
+cameras); the kinds without a pose need only ``extras["source"]``. A view a metric cannot use (no target; not square
+for a metric declared ``square`` without its ``center_crop`` option) is skipped for it with one warning. The adapter
+also says which pictures a metric gives: its ``last_maps`` map, and the objects overlay its ``overlay`` function draws
+(OSIM). Nothing here imports a metric family or compares class names.
 
 Example:
     >>> import torch, torchmetrics
@@ -415,8 +417,9 @@ class MetricRunner:
         if fn is not None:
             return fn(metric, render, target, extras) is not False
         cameras: dict[str, Any] = {}
-        if "source" in UPDATE_SIGNATURES[self._kinds[name]]:
-            cameras = self._cameras(name, extras, device)
+        wanted = UPDATE_SIGNATURES[self._kinds[name]]
+        if "source" in wanted:
+            cameras = self._cameras(name, extras, device, "pose" in wanted)
         item = ViewItem(str(index), "", render, target, **cameras)
         try:
             args = self.adapters[name].update_args(metric, item, self.configs[name])
@@ -430,15 +433,22 @@ class MetricRunner:
         return True
 
     @staticmethod
-    def _cameras(name: str, extras: Mapping[str, Any], device: torch.device) -> dict[str, Any]:
-        """``source`` and ``pose`` (or ``cameras``) of a view from its ``extras``, on ``device``."""
-        keys = ("source", "pose") if "cameras" not in extras else ("source", "cameras")
+    def _cameras(name: str, extras: Mapping[str, Any], device: torch.device, needs_pose: bool) -> dict[str, Any]:
+        """``source`` and, when the metric takes a pose, ``pose`` (or ``cameras``) of a view from its ``extras``, on
+        ``device``."""
+        keys = (
+            ("source",) if not needs_pose else ("source", "pose") if "cameras" not in extras else ("source", "cameras")
+        )
         missing = [key for key in keys if key not in extras]
         if missing:
+            pose = (
+                ", 'pose': ...}), or 'cameras': (source_camera, target_camera) instead of 'pose'"
+                if needs_pose
+                else "})"
+            )
             raise KeyError(
                 f"metric {name!r} needs extras[{missing[0]!r}] in every rendered view (RenderedView(render, target, "
-                f"extras={{'source': ..., 'pose': ...}}), or 'cameras': (source_camera, target_camera) instead of "
-                "'pose'); it is missing"
+                f"extras={{'source': ...{pose}); it is missing"
             )
         out = {key: extras[key] for key in keys}
         out["source"] = out["source"].to(device)

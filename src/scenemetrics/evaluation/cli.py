@@ -126,7 +126,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--metrics",
         default="psnr,ssim,lpips,puzzlesim",
         metavar="LIST",
-        help="comma-separated metric names, or 'all' (default: psnr,ssim,lpips,puzzlesim; also osim, prism, prism_mmd)",
+        help="comma-separated metric names, or 'all' (default: psnr,ssim,lpips,puzzlesim; also osim, prism, "
+        "prism_mmd, and the baselines fid, kid, cmmd, fd_dinov2, jfid, jcmmd, jfd_dinov2, clip_s, clip_s_src, "
+        "dino_sim, dino_sim_src)",
     )
     p.add_argument(
         "--layout",

@@ -25,10 +25,15 @@ unpickler is refused with a ``ValueError`` that gives the command to re-save it 
 With ``SCENEMETRICS_OFFLINE=1`` step 4 is skipped; when nothing is found, or a download fails, a
 :class:`WeightsNotFoundError` names the file, every path searched and the URL to fetch it from.
 
+Hugging Face models (:data:`HF_MODELS`: CLIP and DINOv2 for the baselines) stay in the Hugging Face cache and follow
+``HF_HUB_OFFLINE`` (:func:`resolve_hf_model`); a failure is the same :class:`WeightsNotFoundError`, naming the
+repository and its URL.
+
 The package, one module per job: :mod:`~scenemetrics.hub.catalogue` (the table of checkpoints),
 :mod:`~scenemetrics.hub.cache` (the cache folders, offline mode, the download lock), :mod:`~scenemetrics.hub.hashes`
-(hashing, sidecars, the verification stamps), :mod:`~scenemetrics.hub.fetch` (resolving and downloading) and
-:mod:`~scenemetrics.hub.safe_load` (reading checkpoints with ``weights_only=True``). Every public name is imported
+(hashing, sidecars, the verification stamps), :mod:`~scenemetrics.hub.fetch` (resolving and downloading),
+:mod:`~scenemetrics.hub.huggingface` (Hugging Face models) and :mod:`~scenemetrics.hub.safe_load` (reading checkpoints
+with ``weights_only=True``). Every public name is imported
 from ``scenemetrics.hub`` (lazily: importing the package costs nothing).
 
 Example:
@@ -43,7 +48,9 @@ from scenemetrics._lazy import lazy_exports
 
 _EXPORTS = {
     "CHECKPOINTS": "catalogue",
+    "HF_MODELS": "catalogue",
     "Checkpoint": "catalogue",
+    "HFModel": "catalogue",
     "register": "catalogue",
     "cache_dir": "cache",
     "is_offline": "cache",
@@ -60,11 +67,14 @@ _EXPORTS = {
     "WeightsNotFoundError": "fetch",
     "download": "fetch",
     "resolve_weights": "fetch",
+    "hf_offline": "huggingface",
+    "hf_weight_files": "huggingface",
+    "resolve_hf_model": "huggingface",
     "load_torch_checkpoint": "safe_load",
     "numpy_safe_globals": "safe_load",
 }
 
 _all, __getattr__, __dir__ = lazy_exports(
-    __name__, _EXPORTS, submodules=("cache", "catalogue", "fetch", "hashes", "safe_load")
+    __name__, _EXPORTS, submodules=("cache", "catalogue", "fetch", "hashes", "huggingface", "safe_load")
 )
 __all__ = _all

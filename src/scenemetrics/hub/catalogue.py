@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-__all__ = ["CHECKPOINTS", "Checkpoint", "register"]
+__all__ = ["CHECKPOINTS", "HF_MODELS", "Checkpoint", "HFModel", "register"]
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,19 @@ _REGISTRY: dict[str, Checkpoint] = {
     "puzzlesim/vgg16": _torchvision("puzzlesim", "vgg16", "vgg16-397923af.pth", "torchvision ImageNet VGG16 weights"),
     **{f"fullref/lpips_{net}": _lpips_linear(net) for net in ("alex", "vgg", "squeeze")},
     **{f"osim/{v}": _yolox(v) for v in ("yolox_nano", "yolox_tiny", "yolox_s", "yolox_m", "yolox_l", "yolox_x")},
+    # torch-fidelity's InceptionV3 port of the TensorFlow FID graph, which torchmetrics' FID/KID use. Its name follows
+    # torch.hub's <name>-<first 8 hex digits of the sha256>.<ext> convention (as torchvision's files); neither
+    # torch-fidelity nor torchmetrics checks it, scenemetrics does.
+    "baselines/inception_v3_fid": Checkpoint(
+        room="baselines",
+        filename="weights-inception-2015-12-05-6726825d.pth",
+        urls=(
+            "https://github.com/toshas/torch-fidelity/releases/download/v0.2.0/weights-inception-2015-12-05-6726825d.pth",
+        ),
+        description="torch-fidelity InceptionV3 FID weights (TensorFlow inception-2015-12-05 graph, Apache-2.0)",
+        sha256_prefix="6726825d",
+        extra_dirs=(_torch_hub_checkpoints,),
+    ),
     "inpainting/big-lama": Checkpoint(
         room="inpainting",
         filename="big-lama.pt",
@@ -140,6 +153,51 @@ _REGISTRY: dict[str, Checkpoint] = {
 
 CHECKPOINTS: Mapping[str, Checkpoint] = MappingProxyType(_REGISTRY)
 """Read-only mapping ``"<family>/<name>" -> Checkpoint`` of every known checkpoint."""
+
+
+@dataclass(frozen=True)
+class HFModel:
+    """A model published on the Hugging Face hub, loaded with ``transformers`` from the Hugging Face cache.
+
+    Hugging Face models are not copied into ``$SCENEMETRICS_HOME``: they live in the Hugging Face cache (``HF_HOME``,
+    ``HF_HUB_CACHE``), where every other tool finds them too, and ``HF_HUB_OFFLINE=1`` (or ``SCENEMETRICS_OFFLINE=1``)
+    reads only that cache (:func:`scenemetrics.hub.resolve_hf_model`).
+
+    Attributes:
+        room: the metric family that uses it.
+        repo_id: the hub repository (``owner/name``).
+        description: what the model is, for error messages.
+        revision: the revision loaded by default (``None``: the repository's ``main``). Hugging Face revisions are
+            git commits, so a pinned commit plays the role of a published hash.
+    """
+
+    room: str
+    repo_id: str
+    description: str
+    revision: str | None = None
+
+    @property
+    def url(self) -> str:
+        return f"https://huggingface.co/{self.repo_id}"
+
+
+_HF_MODELS: dict[str, HFModel] = {
+    # CMMD's embedding (Jayasumana et al. 2024, google-research/cmmd: CLIP ViT-L/14 at 336 px); also CLIP-S's default
+    "baselines/clip": HFModel(
+        room="baselines",
+        repo_id="openai/clip-vit-large-patch14-336",
+        description="OpenAI CLIP ViT-L/14 at 336 px (image tower and projection; CMMD's embedding)",
+    ),
+    # FD-DINOv2's embedding (Stein et al. 2023, dgm-eval: DINOv2 ViT-L/14, CLS token)
+    "baselines/dinov2": HFModel(
+        room="baselines",
+        repo_id="facebook/dinov2-large",
+        description="Meta DINOv2 ViT-L/14 (CLS token; FD-DINOv2's embedding)",
+    ),
+}
+
+HF_MODELS: Mapping[str, HFModel] = MappingProxyType(_HF_MODELS)
+"""Read-only mapping ``"<family>/<name>" -> HFModel`` of the Hugging Face models scenemetrics loads by default."""
 
 
 def register(key: str, checkpoint: Checkpoint) -> None:

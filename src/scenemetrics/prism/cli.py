@@ -410,9 +410,9 @@ def run_embed(args: argparse.Namespace) -> int:
 def _embed(args: argparse.Namespace, model: str | None, device: Any, head: Any) -> int:
     import torch
 
+    from scenemetrics.prism.anchors import save_anchors
     from scenemetrics.prism.data import anchor_embeddings_from_cache, build_feature_cache, read_feature_cache
     from scenemetrics.prism.features import Zero123Features
-    from scenemetrics.prism.mmd import save_anchors
 
     extractor = Zero123Features.from_pretrained(
         model,

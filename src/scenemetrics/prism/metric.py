@@ -33,6 +33,8 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 from torchmetrics.utilities.distributed import gather_all_tensors
 
+from scenemetrics.prism.anchors import read_anchors
+from scenemetrics.prism.anchors import save_anchors as _save_anchors_file
 from scenemetrics.prism.features import (
     Zero123Features,
     attach_frozen,
@@ -41,8 +43,7 @@ from scenemetrics.prism.features import (
     prism_distance,
     prism_embed,
 )
-from scenemetrics.prism.mmd import MMDOptions, mmd_with_options, read_anchors
-from scenemetrics.prism.mmd import save_anchors as _save_anchors_file
+from scenemetrics.stats.mmd import MMDOptions, mmd_with_options
 
 __all__ = ["PRISMMMD", "PRISMDistance"]
 
@@ -162,7 +163,7 @@ class PRISMMMD(_FrozenHelpers):
         kwargs: torchmetrics ``Metric`` options.
 
     Attributes:
-        options: the :class:`~scenemetrics.prism.mmd.MMDOptions` (bandwidth, squared, chunk_size), checked once.
+        options: the :class:`~scenemetrics.stats.MMDOptions` (bandwidth, squared, chunk_size), checked once.
         anchors: ``(N, E)`` float32 tensor or ``None``.
         bandwidth_: the σ used by the last ``compute()``.
 

@@ -56,7 +56,7 @@ def _embed(features: np.ndarray, rows: list[int], head: nn.Module | None) -> Ten
 
 
 def _mmd(x: Tensor, anchors: Tensor, bandwidth: str | float) -> float:
-    from scenemetrics.prism.mmd import mmd_rbf
+    from scenemetrics.stats import mmd_rbf
 
     if x.shape[0] < 2 or anchors.shape[0] < 2:
         return math.nan
@@ -97,8 +97,8 @@ def head_discriminability(
     Raises:
         ValueError: an unknown split or an anchor set of another embedding size.
     """
+    from scenemetrics.prism.anchors import load_anchors
     from scenemetrics.prism.data import SPLITS, anchor_embeddings_from_cache, read_feature_cache
-    from scenemetrics.prism.mmd import load_anchors
     from scenemetrics.stats import separation
 
     for name, value in (("split", split), ("anchor_split", anchor_split)):

@@ -1,14 +1,18 @@
-"""Unbiased RBF-kernel MMD² with the median heuristic, exact and in bounded memory; anchor-set files.
+"""Unbiased RBF-kernel MMD² with the median heuristic, exact and in bounded memory.
 
-``mmd_rbf(x, y)`` is the unbiased estimator of Gretton et al. (2012, Lemma 6) that PRISM's reference-free score
-uses (paper App. 13), with ``k(a, b) = exp(-||a - b||² / (2 σ²))`` and σ the lower median of the distances between
-all distinct pairs of the pooled set. Nothing of size ``N x N`` is ever materialised: distances are computed in
+``mmd_rbf(x, y)`` is the unbiased estimator of Gretton et al. (2012, Lemma 6) with
+``k(a, b) = exp(-||a - b||² / (2 σ²))`` and σ either given or the lower median of the distances between all distinct
+pairs of the pooled set. Nothing of size ``N x N`` is ever materialised: distances are computed in
 ``chunk_size x chunk_size`` tiles (only the upper triangle), the median is found by exact selection, and the kernel
 sums accumulate in float64.
 
+It sits in the core so that every room can use it without importing another: PRISM's reference-free score
+(``PRISMMMD``, paper App. 13: the median heuristic) and the CMMD baselines (``scenemetrics.baselines``: σ = 10 on
+CLIP embeddings, scaled by 1000) share this one implementation.
+
 Example:
     >>> import torch
-    >>> from scenemetrics.prism import mmd_rbf
+    >>> from scenemetrics.stats import mmd_rbf
     >>> g = torch.Generator().manual_seed(0)
     >>> x, y = torch.randn(50, 8, generator=g), torch.randn(60, 8, generator=g) + 1.0
     >>> bool(mmd_rbf(x, y) > mmd_rbf(x, torch.randn(60, 8, generator=g)))
@@ -19,7 +23,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,21 +33,14 @@ from torch import Tensor
 from scenemetrics.checks import check_positive_int
 
 __all__ = [
-    "ANCHORS_FORMAT",
     "MMDOptions",
     "check_bandwidth",
     "check_chunk_size",
-    "load_anchors",
     "median_bandwidth",
     "mmd_rbf",
     "mmd_rbf_with_bandwidth",
     "mmd_with_options",
-    "read_anchors",
-    "save_anchors",
 ]
-
-ANCHORS_FORMAT = "scenemetrics.prism.anchors/1"
-"""The ``format`` metadata string of an anchor file."""
 
 _SMALL_PAIRS = 4096 * 4095 // 2
 """Up to this many pairs (N = 4096) every pair distance is collected and the median taken directly."""
@@ -100,26 +96,30 @@ def check_bandwidth(bandwidth: str | float) -> str | float:
 
 @dataclass(frozen=True)
 class MMDOptions:
-    """The options of PRISM's MMD, validated once when the record is built.
+    """The options of an RBF MMD, validated once when the record is built (PRISM's MMD keeps one).
 
     Attributes:
         bandwidth: ``"median"`` (the pooled lower median distance) or σ as a positive float.
-        squared: report MMD² (as the paper) or ``sqrt(max(MMD², 0))``.
+        squared: report MMD² (as PRISM's paper) or ``sqrt(max(MMD², 0))`` (applied by the caller).
         chunk_size: tile side of the blocked computation.
+        unbiased: the unbiased U-statistic (self-pairs excluded; the default) or the biased V-statistic (the mean
+            over all pairs, self-pairs included, Gretton et al. 2012 Eq. 5, which CMMD's reference code computes).
 
     Example:
         >>> MMDOptions(bandwidth=2)
-        MMDOptions(bandwidth=2.0, squared=True, chunk_size=2048)
+        MMDOptions(bandwidth=2.0, squared=True, chunk_size=2048, unbiased=True)
     """
 
     bandwidth: str | float = "median"
     squared: bool = True
     chunk_size: int = 2048
+    unbiased: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "bandwidth", check_bandwidth(self.bandwidth))
         object.__setattr__(self, "chunk_size", check_chunk_size(self.chunk_size))
         object.__setattr__(self, "squared", bool(self.squared))
+        object.__setattr__(self, "unbiased", bool(self.unbiased))
 
 
 @dataclass
@@ -344,12 +344,15 @@ def median_bandwidth(x: Tensor, y: Tensor, *, chunk_size: int = 2048) -> Tensor:
         return _lower_median_sq(pairs, chunk_size).sqrt()
 
 
-def mmd_rbf(x: Tensor, y: Tensor, bandwidth: str | float = "median", *, chunk_size: int = 2048) -> Tensor:
+def mmd_rbf(
+    x: Tensor, y: Tensor, bandwidth: str | float = "median", *, chunk_size: int = 2048, unbiased: bool = True
+) -> Tensor:
     """Unbiased MMD² between two sets with an RBF kernel ``exp(-||a - b||² / (2 σ²))``.
 
     ``MMD²_u = 1/(m(m-1)) Σ_{i≠i'} k(x_i, x_i') + 1/(n(n-1)) Σ_{j≠j'} k(y_j, y_j') - 2/(mn) Σ_{i,j} k(x_i, y_j)``
     (Gretton et al. 2012, Lemma 6). The estimate is returned unclamped: it can be slightly negative when both sets
-    come from one distribution.
+    come from one distribution. ``unbiased=False`` gives the biased V-statistic instead (Eq. 5: every mean over all
+    ``m²`` / ``n²`` pairs, self-pairs with ``k = 1`` included), always ``>= 0``.
 
     Memory stays bounded: squared distances (``|a|² + |b|² - 2 a.b`` on data centred by the pooled mean, clamped at
     0) are computed in ``chunk_size x chunk_size`` tiles of the upper triangle; kernel sums accumulate in float64
@@ -360,6 +363,7 @@ def mmd_rbf(x: Tensor, y: Tensor, bandwidth: str | float = "median", *, chunk_si
         y: ``(n, d)`` anchors, ``n >= 2``.
         bandwidth: ``"median"`` (see :func:`median_bandwidth`) or σ itself as a positive number.
         chunk_size: tile side.
+        unbiased: the U-statistic (default) or the V-statistic.
 
     Returns:
         0-dim MMD² in the working dtype (float64 if an input is float64, else float32) on the inputs' device; NaN
@@ -376,14 +380,14 @@ def mmd_rbf(x: Tensor, y: Tensor, bandwidth: str | float = "median", *, chunk_si
         >>> round(float(mmd_rbf(x, x + 10.0, bandwidth=1.0)), 4)
         1.2131
     """
-    return mmd_rbf_with_bandwidth(x, y, bandwidth, chunk_size=chunk_size)[0]
+    return mmd_rbf_with_bandwidth(x, y, bandwidth, chunk_size=chunk_size, unbiased=unbiased)[0]
 
 
 def mmd_rbf_with_bandwidth(
-    x: Tensor, y: Tensor, bandwidth: str | float = "median", *, chunk_size: int = 2048
+    x: Tensor, y: Tensor, bandwidth: str | float = "median", *, chunk_size: int = 2048, unbiased: bool = True
 ) -> tuple[Tensor, Tensor]:
     """:func:`mmd_rbf` that also returns the σ it used (0-dim tensors in the working dtype)."""
-    return mmd_with_options(x, y, MMDOptions(bandwidth=bandwidth, chunk_size=chunk_size))
+    return mmd_with_options(x, y, MMDOptions(bandwidth=bandwidth, chunk_size=chunk_size, unbiased=unbiased))
 
 
 def mmd_with_options(x: Tensor, y: Tensor, options: MMDOptions) -> tuple[Tensor, Tensor]:
@@ -418,70 +422,9 @@ def mmd_with_options(x: Tensor, y: Tensor, options: MMDOptions) -> tuple[Tensor,
                 k.triu_(1)
             sums[tile.kind] += k.sum(dtype=acc)
         m, n = pairs.m, pairs.n
-        value = 2.0 * sums["xx"] / (m * (m - 1)) + 2.0 * sums["yy"] / (n * (n - 1)) - 2.0 * sums["xy"] / (m * n)
+        if options.unbiased:
+            value = 2.0 * sums["xx"] / (m * (m - 1)) + 2.0 * sums["yy"] / (n * (n - 1)) - 2.0 * sums["xy"] / (m * n)
+        else:  # the m (n) self-pairs add k(a, a) = 1 each
+            value = (2.0 * sums["xx"] + m) / (m * m) + (2.0 * sums["yy"] + n) / (n * n) - 2.0 * sums["xy"] / (m * n)
     sigma = torch.tensor(sigma2, dtype=torch.float64).sqrt().to(dtype=dtype, device=device)
     return value.to(dtype), sigma
-
-
-def save_anchors(
-    embeddings: Tensor,
-    path: str | os.PathLike,
-    *,
-    metadata: dict[str, str] | None = None,
-    dtype: torch.dtype = torch.float32,
-) -> None:
-    """Write an anchor set (ground-truth triplet embeddings) as a safetensors file.
-
-    Args:
-        embeddings: ``(N, E)`` embeddings.
-        path: output file.
-        metadata: provenance strings (``extractor`` / ``head`` JSON as :class:`~scenemetrics.prism.PRISMMMD` writes).
-        dtype: storage dtype, float32 or float16.
-
-    Raises:
-        ValueError: not ``(N, E)`` floating, or another ``dtype``.
-
-    Example:
-        >>> import torch
-        >>> save_anchors(torch.randn(10, 4), "anchors.safetensors")  # doctest: +SKIP
-    """
-    from scenemetrics.prism.zero123 import require_extra
-
-    (st,) = require_extra("save_anchors", ("safetensors.torch",))
-    if not isinstance(embeddings, Tensor) or embeddings.ndim != 2 or not embeddings.is_floating_point():
-        shape = tuple(embeddings.shape) if isinstance(embeddings, Tensor) else type(embeddings).__name__
-        raise ValueError(f"`embeddings` must be a floating (N, E) tensor; received {shape}")
-    if dtype not in (torch.float32, torch.float16):
-        raise ValueError(f"`dtype` must be torch.float32 or torch.float16; received {dtype}")
-    meta = {str(k): str(v) for k, v in (metadata or {}).items()}
-    meta.update(format=ANCHORS_FORMAT, count=str(embeddings.shape[0]), dim=str(embeddings.shape[1]))
-    st.save_file({"anchors": embeddings.detach().to("cpu", dtype).contiguous()}, os.fspath(path), metadata=meta)
-
-
-def read_anchors(path: str | os.PathLike) -> tuple[Tensor, dict[str, str]]:
-    """Like :func:`load_anchors`, also returning the file's metadata strings."""
-    from scenemetrics.prism.files import read_prism_file
-
-    path = os.fspath(path)
-    tensors, meta = read_prism_file(path, ANCHORS_FORMAT, what="PRISM anchor", caller="load_anchors")
-    keys = list(tensors)
-    tensor = tensors.get("anchors")
-    if tensor is None or tensor.ndim != 2 or not tensor.is_floating_point():
-        raise ValueError(f"{path!r}: an anchor file holds one floating (N, E) tensor 'anchors'; received {keys}")
-    return tensor.float(), meta
-
-
-def load_anchors(path: str | os.PathLike) -> Tensor:
-    """Read an anchor file written by :func:`save_anchors`.
-
-    Returns:
-        ``(N, E)`` float32 tensor on the CPU.
-
-    Raises:
-        ValueError: not an anchor file (another ``format``) or malformed.
-        FileNotFoundError: no such file.
-
-    Example:
-        >>> anchors = load_anchors("anchors.safetensors")  # doctest: +SKIP
-    """
-    return read_anchors(path)[0]

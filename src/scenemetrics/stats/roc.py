@@ -1,8 +1,8 @@
-"""Small numpy statistics shared across the library: array conversion with errors that name the argument, the ROC
-AUC of a score between positives and negatives, and the mean/AUC separation table built on it.
+"""Array conversion with errors that name the argument, the ROC AUC of a score between positives and negatives, and
+the mean/AUC separation table built on it.
 
-These sit below the rooms, so any room can use them (PRISM's head study, the agreement tools) without importing
-another room. They need numpy and scipy only; torch tensors are accepted and converted without importing torch.
+These need numpy and scipy only; torch tensors are accepted and converted without importing torch. Import them from
+:mod:`scenemetrics.stats`.
 
 Example:
     >>> from scenemetrics.stats import auc, separation
