@@ -236,8 +236,9 @@ def test_inpaint_cli_refuses_the_torchscript_payload(torchscript_payload, marker
     from scenemetrics import viz
     from scenemetrics.cli import main
 
-    viz.save_png(torch.rand(3, 16, 16), tmp_path / "refs" / "a.png")
-    viz.save_png(torch.rand(3, 16, 16), tmp_path / "render.png")
+    # large enough for the PuzzleSim backbone (17 px), so that the command reaches the LaMa file
+    viz.save_png(torch.rand(3, 32, 32), tmp_path / "refs" / "a.png")
+    viz.save_png(torch.rand(3, 32, 32), tmp_path / "render.png")
     from scenemetrics.puzzlesim import random_checkpoint as tv_random
 
     squeeze = tv_random("squeezenet1_1", tmp_path / "sq.pth", include_classifier=False)

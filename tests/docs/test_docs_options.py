@@ -79,8 +79,8 @@ def test_every_eval_flag_comes_from_a_schema() -> None:
     assert options["puzzlesim"]["layers"] == [2, 3]
 
 
+@pytest.mark.extra("nerfstudio")
 def test_nerfstudio_fields_come_from_the_schemas() -> None:
-    pytest.importorskip("nerfstudio", reason="the [nerfstudio] extra is not installed")
     import dataclasses
 
     from scenemetrics.callbacks.nerfstudio import SceneMetricsNerfstudioConfig

@@ -256,3 +256,17 @@ def test_the_configs_ns_train_writes_pass_the_check(tmp_path):
     path.write_text("!!python/object/apply:nerfstudio.utils.scripts.run_command ['touch x']\n")
     with pytest.raises(ValueError, match="only paths and enum members"):
         check_nerfstudio_config(path)
+
+
+@pytest.mark.nerfstudio
+def test_eval_never_hands_a_config_that_would_run_code_to_nerfstudio(tmp_path, capsys):
+    """Through the command, where nerfstudio's own loader would read the file: the payload never runs."""
+    marker = tmp_path / "PWNED"
+    config = tmp_path / "outputs" / "lego" / "nerfacto" / "2024-01-01_000000" / "config.yml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f"!!python/object/apply:os.system ['touch {marker}']\n")
+    argv = ["eval", "--nerfstudio-config", str(config), "--out", str(tmp_path / "out"), "--metrics", "psnr",
+            "--quiet", "--device", "cpu"]  # fmt: skip
+    code = main(argv)
+    assert not marker.exists()  # nerfstudio's loader would have run `touch` (it does on the code before issue 26)
+    assert code == 1 and "line 1: refusing the tag !!python/object/apply:os.system" in capsys.readouterr().err
