@@ -107,12 +107,13 @@ def _zip_bomb(path: Path, size: int) -> Path:
 def test_a_zip_bomb_is_refused_before_anything_is_written(tmp_path):
     """The ratio is checked whatever the size limit: with the default limit (64 MiB fits) and with a huge one."""
     archive = _zip_bomb(tmp_path / "bomb.zip", 64 << 20)  # 64 MiB of zeros in about 64 KiB
-    assert ARCHIVE_MAX_RATIO == 200 and archive.stat().st_size < (64 << 20) // 200
+    assert archive.stat().st_size < (64 << 20) // 200
     dest = tmp_path / "dest"
     for limit in ({}, {"max_bytes": 1 << 40}):
         with pytest.raises(ValueError, match=r"member 'color/0.png' expands \d+ times .*refused"):
             safe_extract(archive, dest, **limit)
         assert not dest.exists() and not dest.with_name("dest.partial").exists()
+    assert ARCHIVE_MAX_RATIO == 200  # the documented ratio (SECURITY.md)
 
 
 def _sparse_tar(path: Path, realsize: int) -> Path:
