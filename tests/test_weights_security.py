@@ -283,8 +283,9 @@ def test_the_published_lama_hash_is_the_one_checked(tmp_path, monkeypatch):
 # The first releases whose loaders pass weights_only=True to torch.load for pickled (.bin / .pt) weights; older ones
 # call torch.load(path) and so run the full unpickler on torch < 2.6, which scenemetrics supports (torch >= 2.1).
 # Read from each release's own loader (diffusers/models/model_loading_utils.py, transformers/modeling_utils.py,
-# open_clip/factory.py): 0.27.0, 4.36.0 and 2.26.1 still call torch.load without it.
-SAFE_LOADER_RELEASES = {"diffusers": (0, 28), "transformers": (4, 37), "open_clip_torch": (2, 27)}
+# open_clip/factory.py): 0.27.0, 4.36.0 and 2.26.1 still call torch.load without it. Lightning 2.6 is the first whose
+# Trainer.fit takes weights_only (the PRISM head trainer passes weights_only=True; 2.5.1's fit has no such argument).
+SAFE_LOADER_RELEASES = {"diffusers": (0, 28), "transformers": (4, 37), "open_clip_torch": (2, 27), "lightning": (2, 6)}
 
 
 def test_extras_require_libraries_that_never_unpickle_weights():
