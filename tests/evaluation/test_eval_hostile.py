@@ -92,6 +92,26 @@ def test_a_states_path_outside_out_in_the_commit_log_is_not_read(tmp_path):
     assert any("outside" in n and "elsewhere.pt" in n for n in notes), notes
 
 
+def test_a_picture_path_outside_the_report_in_the_commit_log_is_not_linked(tmp_path):
+    """The report links map thumbnails named by results.jsonl only when they lie inside its own folder."""
+    archive = _predictions_zip(tmp_path / "p.zip", {"method": "m", "scene": "s"})
+    out = tmp_path / "out"
+    argv = ["eval", "--predictions", str(archive), "--out", str(out), "--metrics", "puzzlesim", "--random-weights",
+            "--quiet", "--device", "cpu", "--train-views", str(tmp_path / "p-src" / "train")]  # fmt: skip
+    assert main(argv) == 0
+    log = out / "results.jsonl"
+    record = json.loads(log.read_text().splitlines()[0])
+    good = record["thumbs"]["puzzlesim"][0]["file"]
+    assert (out / good).is_file() and f'src="{good.removeprefix("report/")}"' in (out / "report/index.html").read_text()
+    viz.save_png(torch.rand(3, 8, 8), tmp_path / "elsewhere.png")
+    record["thumbs"]["puzzlesim"][0]["file"] = "report/../../elsewhere.png"  # a tampered log
+    log.write_text(json.dumps(record) + "\n")
+    assert main(argv) == 0
+    html = (out / "report" / "index.html").read_text()
+    assert "elsewhere.png" in html and "lies outside the report folder" in html
+    assert 'src="../../elsewhere.png"' not in html and 'src="..%2F' not in html
+
+
 # ---- archive bombs ------------------------------------------------------------------------------------------------
 
 
