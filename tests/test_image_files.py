@@ -206,3 +206,28 @@ def test_signed_16_bit_tiff_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"s16\.tif: image mode 'I' \(stored as I;16S\) has no defined white") as info:
         read_image(tmp_path / "s16.tif")
     assert info.type is ImageFileError
+
+
+def test_eval_weights_views_by_a_16_bit_mask_exactly(tmp_path):
+    """A 16-bit NerfBaselines mask of 1000 / 65535 weights render and ground truth by 0.0153 (Pillow's "L" clipped it
+    to 255, a weight of 1): PSNR of (render * m, gt * m), computed here from the 8-bit values written."""
+    import json
+
+    from scenemetrics.cli import main
+
+    rng = np.random.default_rng(1)
+    render, gt = (rng.integers(0, 256, (16, 20, 3), dtype=np.uint8) for _ in range(2))
+    folder = tmp_path / "pred"
+    for sub, pixels in (("color", render), ("gt-color", gt)):
+        (folder / sub).mkdir(parents=True)
+        Image.fromarray(pixels).save(folder / sub / "a.png")
+    (folder / "mask").mkdir()
+    write_png16(folder / "mask" / "a.png", np.full((16, 20), 1000, dtype=np.uint16))
+    (folder / "info.json").write_text(json.dumps({"method": "m", "scene": "s"}))
+    out = tmp_path / "out"
+    argv = ["eval", "--predictions", str(folder), "--out", str(out), "--metrics", "psnr", "--quiet", "--device", "cpu"]
+    assert main(argv) == 0
+    m = 1000.0 / 65535.0
+    mse = float((((render.astype(np.float64) - gt) / 255.0 * m) ** 2).mean())
+    row = (out / "results.csv").read_text().splitlines()[1].split(",")
+    assert float(row[2]) == pytest.approx(10 * np.log10(1.0 / mse), abs=1e-3)
