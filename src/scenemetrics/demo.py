@@ -27,7 +27,6 @@ random_weights, weights_path, device, quiet, report_dir)`` returns a JSON-able s
 to ``report_dir``. :func:`run_demo` calls them by direct import (no module lookup by name)."""
 
 
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "demo",
