@@ -43,7 +43,6 @@ from scenemetrics.puzzlesim import (  # noqa: E402
     bf16,
     random_checkpoint,
 )
-from scenemetrics.puzzlesim import search as _search  # noqa: E402
 from scenemetrics.puzzlesim.options import default_batch_size  # noqa: E402
 from scenemetrics.synthetic import make_scene  # noqa: E402
 
@@ -356,7 +355,7 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps({"peak_rss_mb": _peak_rss_mb()}))
             return
         report: dict = {"torch": torch.__version__, "cpu_model": _cpu_model(), "cpu_count": os.cpu_count()}
-        decision = _search.bf16_decision()
+        decision = bf16.bf16_decision()
         report["bf16_decision"] = decision
         report["bf16_capabilities"] = bf16.cpu_bf16_capabilities()
         if not args.no_compare:

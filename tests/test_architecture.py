@@ -139,3 +139,74 @@ def test_no_import_cycles_between_modules():
                     seen.add(nxt)
                     stack.append((nxt, [*path, nxt]))
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+# A package's __init__ may export the names of its own modules (lazily); a name exported anywhere else has one home.
+# Documented exceptions: ``scenemetrics.losses`` is the `sm.losses.*` namespace of the rooms' losses, and
+# ``scenemetrics.agreement`` (through its ``discrim`` module) re-exports the core statistics (docs/architecture.md).
+_NAMESPACES = {
+    "scenemetrics.losses": "scenemetrics.",
+    "scenemetrics.agreement": "scenemetrics.stats",
+    "scenemetrics.agreement.discrim": "scenemetrics.stats",
+}
+
+
+def reexports(module: str, source: str, *, is_package: bool = False) -> list[str]:
+    """Names in ``module``'s ``__all__`` (or its lazy exports) that are defined in a module outside its own package."""
+    tree = ast.parse(source)
+    exported: set[str] = set()
+    imported: dict[str, str] = {}
+    lazy: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            if isinstance(node.value, (ast.List, ast.Tuple)):
+                exported |= {e.value for e in node.value.elts if isinstance(e, ast.Constant)}
+        elif isinstance(node, ast.ImportFrom):
+            origin = _resolve(module, is_package, node)
+            imported.update({alias.asname or alias.name: origin for alias in node.names})
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "lazy_exports" and len(call.args) > 1:
+                table = call.args[1]
+                if isinstance(table, ast.Name):  # lazy_exports(__name__, _TABLE)
+                    table = next(
+                        (n.value for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "")
+                         == table.id), table,
+                    )  # fmt: skip
+                if isinstance(table, ast.Dict):
+                    for k, v in zip(table.keys, table.values, strict=True):
+                        if isinstance(k, ast.Constant) and isinstance(v, ast.Constant):
+                            target = v.value if v.value.startswith("scenemetrics") else f"{module}.{v.value}"
+                            lazy[k.value] = target
+    package = module if is_package else module.rsplit(".", 1)[0]
+    allowed = _NAMESPACES.get(module)
+    found = []
+    for name, origin in sorted({**{n: imported[n] for n in exported & set(imported)}, **lazy}.items()):
+        if not origin.startswith("scenemetrics"):
+            continue  # a third-party name (a type alias of torch, say) is not an import path of ours
+        if is_package and _inside(origin, package):
+            continue
+        if allowed is not None and origin.startswith(allowed):
+            continue
+        found.append(f"{module} exports {name} from {origin}")
+    return found
+
+
+def test_reexport_checker():
+    assert reexports("scenemetrics.a.m", "from scenemetrics.b import f\n__all__ = ['f', 'g']\n") == [
+        "scenemetrics.a.m exports f from scenemetrics.b"
+    ]
+    assert reexports("scenemetrics.a.m", "from scenemetrics.a.n import f\n__all__ = ['f']\n") != []  # a sibling's
+    assert reexports("scenemetrics.a.m", "from scenemetrics.b import f\n__all__ = ['g']\n") == []  # used, not exported
+    assert reexports("scenemetrics.a", "from scenemetrics.a.m import f\n__all__ = ['f']\n", is_package=True) == []
+    lazy = "x = lazy_exports(__name__, {'f': 'scenemetrics.b.m'})\n"
+    assert reexports("scenemetrics.a.cli", lazy) == ["scenemetrics.a.cli exports f from scenemetrics.b.m"]
+
+
+def test_one_import_path_per_name():
+    """Nothing has been released: no module keeps another module's name importable under a second path."""
+    found: list[str] = []
+    for path in sorted((SRC / "scenemetrics").rglob("*.py")):
+        module = _module_name(path)
+        if not any(_is_private(part) for part in module.split(".")):  # a private module is no import path
+            found += reexports(module, path.read_text(), is_package=path.name == "__init__.py")
+    assert not found, "\n".join(found)

@@ -97,14 +97,18 @@ def _npy(shape, data: bytes = b"") -> bytes:
     return buf.getvalue() + data
 
 
-def test_npy_and_npz_with_lying_shapes(tmp_path):
-    (tmp_path / "a.npy").write_bytes(_npy((10**9,), bytes(64)))
-    assert "shape (1000000000,)" in _fast(load_npy, tmp_path / "a.npy")
+def test_an_npz_ground_truth_cloud_with_lying_shapes(tmp_path):
+    """A 300-byte ground-truth .npz whose members declare 10^9 points: refused from the headers, naming the member."""
     with zipfile.ZipFile(tmp_path / "g.npz", "w") as zf:
         zf.writestr("points.npy", _npy((10**9, 3), bytes(64)))
         zf.writestr("object_ids.npy", _npy((10**9,), bytes(64)))
     message = _fast(load_gt_cloud, tmp_path / "g.npz")
     assert "g.npz member 'points.npy'" in message and "shape (1000000000, 3)" in message
+
+
+def test_npy_and_npz_with_lying_shapes(tmp_path):
+    (tmp_path / "a.npy").write_bytes(_npy((10**9,), bytes(64)))
+    assert "shape (1000000000,)" in _fast(load_npy, tmp_path / "a.npy")
     np.savez(tmp_path / "ok.npz", x=np.arange(3.0))
     assert load_npz(tmp_path / "ok.npz")["x"].tolist() == [0.0, 1.0, 2.0]
     np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
@@ -121,16 +125,25 @@ def test_check_count():
         check_count("x", path="f", what="rows", min_bytes=1, available=1)
 
 
-def test_obj_json_lines_and_csv_oddities(tmp_path):
-    from scenemetrics.agreement import read_scores
-    from scenemetrics.wireframe import read_obj_wireframe, read_s23dr
+def test_an_obj_with_a_huge_index(tmp_path):
+    from scenemetrics.wireframe import read_obj_wireframe
 
     obj = tmp_path / "w.obj"
     obj.write_text("v 0 0 0\nv 1 0 0\nl 1 " + "9" * 100 + "\n")
     assert "names a vertex outside 1..2" in _fast(read_obj_wireframe, obj)  # not an OverflowError
+
+
+def test_json_lines_nested_too_deep(tmp_path):
+    from scenemetrics.wireframe import read_s23dr
+
     deep = tmp_path / "s.jsonl"
     deep.write_text("[" * 200_000 + "]" * 200_000 + "\n")
     assert "RecursionError" in _fast(read_s23dr, deep) and str(deep) in _fast(read_s23dr, deep)
+
+
+def test_a_csv_with_a_huge_field_and_deep_json_scores(tmp_path):
+    from scenemetrics.agreement import read_scores
+
     huge = tmp_path / "scores.csv"
     huge.write_text('item,metric,score\na,psnr,"' + "9" * 200_000 + '"\n')
     assert "not a CSV table" in _fast(read_scores, huge)

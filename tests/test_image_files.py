@@ -16,6 +16,7 @@ import torch
 from PIL import Image
 
 from scenemetrics.image import ImageFileError, read_image, read_image_with_alpha, read_mask
+from tests.utils.extras import need
 
 
 def write_png16(path: Path, pixels: np.ndarray) -> Path:
@@ -97,21 +98,37 @@ def test_16_bit_rgb_png_without_opencv(tmp_path, monkeypatch):
     assert torch.equal(read_image(tmp_path / "rgb.png"), _rgb(rgb, 65535.0))
 
 
-def test_8_bit_rgba_and_palette(tmp_path):
+def _palette_image() -> tuple[Image.Image, np.ndarray]:
+    palette = Image.new("P", (3, 1))
+    palette.putpalette([10, 20, 30, 250, 128, 0] + [0] * 762)
+    palette.putdata([0, 1, 1])
+    return palette, np.array([[[10, 20, 30], [250, 128, 0], [250, 128, 0]]])  # the palette entries of 0, 1, 1
+
+
+def test_8_bit_rgba_grey_alpha_and_palette(tmp_path):
+    """The colour as stored, alpha dropped (the default): value / 255, and a palette's colours."""
     rgba = np.zeros((2, 2, 4), dtype=np.uint8)
     rgba[..., 0] = 200
     rgba[0, :, 3] = 255  # top row opaque red, bottom row transparent
     Image.fromarray(rgba, "RGBA").save(tmp_path / "rgba.png")
-    assert read_image(tmp_path / "rgba.png")[0].tolist() == [[np.float32(200 / 255)] * 2] * 2
+    assert torch.equal(read_image(tmp_path / "rgba.png"), _rgb(rgba[..., :3], 255.0))
+    la = np.array([[[10, 255], [200, 0], [77, 128]]], dtype=np.uint8)  # (grey, alpha)
+    Image.fromarray(la, "LA").save(tmp_path / "la.png")
+    assert torch.equal(read_image(tmp_path / "la.png"), _rgb(np.repeat(la[..., :1], 3, -1), 255.0))
+    palette, colours = _palette_image()
+    palette.save(tmp_path / "p.png")
+    assert torch.equal(read_image(tmp_path / "p.png"), _rgb(colours, 255.0))
+
+
+def test_8_bit_alpha_over_a_background(tmp_path):
+    rgba = np.zeros((2, 2, 4), dtype=np.uint8)
+    rgba[..., 0] = 200
+    rgba[0, :, 3] = 255  # top row opaque red, bottom row transparent
+    Image.fromarray(rgba, "RGBA").save(tmp_path / "rgba.png")
     white = read_image(tmp_path / "rgba.png", background="white")
     assert white[:, 1].tolist() == [[1.0, 1.0]] * 3
     assert white[:, 0, 0].tolist() == [np.float32(200 / 255), 0.0, 0.0]
-    palette = Image.new("P", (3, 1))
-    palette.putpalette([10, 20, 30, 250, 128, 0] + [0] * 762)
-    palette.putdata([0, 1, 1])
-    palette.save(tmp_path / "p.png")
-    colours = np.array([[[10, 20, 30], [250, 128, 0], [250, 128, 0]]])  # the palette entries of 0, 1, 1
-    assert torch.equal(read_image(tmp_path / "p.png"), _rgb(colours, 255.0))
+    palette, colours = _palette_image()
     palette.save(tmp_path / "pt.png", transparency=1)  # index 1 transparent
     image, has_alpha = read_image_with_alpha(tmp_path / "pt.png", background="black")
     assert has_alpha and torch.equal(image, _rgb(colours * np.array([1, 0, 0])[None, :, None], 255.0))
@@ -130,7 +147,7 @@ def test_float_tiff(tmp_path):
 
 
 def test_float_rgb_tiff_through_opencv(tmp_path):
-    cv2 = pytest.importorskip("cv2", reason="needs OpenCV (the [inpaint] extra) to write and read float RGB TIFF")
+    cv2 = need("inpaint", "cv2")  # OpenCV writes and reads float RGB TIFF
     rgb = np.array([[[0.0, 0.5, 1.0], [0.25, 0.75, 0.125]]], dtype=np.float32)
     raw = [cv2.IMWRITE_TIFF_COMPRESSION, 1]  # no compression: OpenCV 4 writes float RGB as lossy SGILOG otherwise
     cv2.imwrite(str(tmp_path / "f.tif"), rgb[..., ::-1], raw)  # OpenCV writes BGR
@@ -142,13 +159,14 @@ def test_float_rgb_tiff_through_opencv(tmp_path):
 
 def test_modes_without_a_white_level_are_named(tmp_path):
     Image.fromarray(np.array([[0, 70000]], dtype=np.int32), "I").save(tmp_path / "i32.tif")
-    with pytest.raises(ImageFileError, match=r"i32\.tif: image mode 'I'"):
+    with pytest.raises(ValueError, match=r"i32\.tif: image mode 'I'"):  # not clipped to 8 bits
         read_image(tmp_path / "i32.tif")
     (tmp_path / "junk.png").write_bytes(b"not an image at all")
     with pytest.raises(ValueError, match=r"junk\.png"):
         read_image(tmp_path / "junk.png")
     with pytest.raises(ValueError, match="`background`"):
         read_image(tmp_path / "junk.png", background="grey")
+    assert issubclass(ImageFileError, ValueError)
 
 
 def test_masks_of_every_depth(tmp_path):
@@ -178,3 +196,38 @@ def test_eval_scores_a_16_bit_render_of_the_ground_truth_as_identical(tmp_path):
     assert main(argv) == 0
     row = (out / "results.csv").read_text().splitlines()[1].split(",")
     assert row[:2] == ["m", "s"] and float(row[2]) == float("inf")
+
+
+def test_signed_16_bit_tiff_is_refused(tmp_path):
+    """Signed 16-bit samples (TIFF SampleFormat 2) have no white level: -100 was read as a negative "pixel"."""
+    cv2 = need("inpaint", "cv2")  # OpenCV writes signed 16-bit TIFF
+    cv2.imwrite(str(tmp_path / "s16.tif"), np.array([[-100, 1000]], np.int16))
+    assert Image.open(tmp_path / "s16.tif").tile[0][3][0] == "I;16S"  # what Pillow sees: mode 'I', signed raw
+    with pytest.raises(ValueError, match=r"s16\.tif: image mode 'I' \(stored as I;16S\) has no defined white") as info:
+        read_image(tmp_path / "s16.tif")
+    assert info.type is ImageFileError
+
+
+def test_eval_weights_views_by_a_16_bit_mask_exactly(tmp_path):
+    """A 16-bit NerfBaselines mask of 1000 / 65535 weights render and ground truth by 0.0153 (Pillow's "L" clipped it
+    to 255, a weight of 1): PSNR of (render * m, gt * m), computed here from the 8-bit values written."""
+    import json
+
+    from scenemetrics.cli import main
+
+    rng = np.random.default_rng(1)
+    render, gt = (rng.integers(0, 256, (16, 20, 3), dtype=np.uint8) for _ in range(2))
+    folder = tmp_path / "pred"
+    for sub, pixels in (("color", render), ("gt-color", gt)):
+        (folder / sub).mkdir(parents=True)
+        Image.fromarray(pixels).save(folder / sub / "a.png")
+    (folder / "mask").mkdir()
+    write_png16(folder / "mask" / "a.png", np.full((16, 20), 1000, dtype=np.uint16))
+    (folder / "info.json").write_text(json.dumps({"method": "m", "scene": "s"}))
+    out = tmp_path / "out"
+    argv = ["eval", "--predictions", str(folder), "--out", str(out), "--metrics", "psnr", "--quiet", "--device", "cpu"]
+    assert main(argv) == 0
+    m = 1000.0 / 65535.0
+    mse = float((((render.astype(np.float64) - gt) / 255.0 * m) ** 2).mean())
+    row = (out / "results.csv").read_text().splitlines()[1].split(",")
+    assert float(row[2]) == pytest.approx(10 * np.log10(1.0 / mse), abs=1e-3)

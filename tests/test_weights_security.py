@@ -236,8 +236,9 @@ def test_inpaint_cli_refuses_the_torchscript_payload(torchscript_payload, marker
     from scenemetrics import viz
     from scenemetrics.cli import main
 
-    viz.save_png(torch.rand(3, 16, 16), tmp_path / "refs" / "a.png")
-    viz.save_png(torch.rand(3, 16, 16), tmp_path / "render.png")
+    # large enough for the PuzzleSim backbone (17 px), so that the command reaches the LaMa file
+    viz.save_png(torch.rand(3, 32, 32), tmp_path / "refs" / "a.png")
+    viz.save_png(torch.rand(3, 32, 32), tmp_path / "render.png")
     from scenemetrics.puzzlesim import random_checkpoint as tv_random
 
     squeeze = tv_random("squeezenet1_1", tmp_path / "sq.pth", include_classifier=False)
@@ -275,3 +276,24 @@ def test_the_published_lama_hash_is_the_one_checked(tmp_path, monkeypatch):
     entry = hub.CHECKPOINTS["inpainting/big-lama"]
     assert entry.md5 == "e3aa4aaa15225a33ec84f9f4bc47e500"
     assert entry.sha256 == "344c77bbcb158f17dd143070d1e789f38a66c04202311ae3a258ef66667a9ea9"
+
+
+# ---- the libraries that read Hugging Face / OpenCLIP weights for scenemetrics --------------------------------------
+
+# The first releases whose loaders pass weights_only=True to torch.load for pickled (.bin / .pt) weights; older ones
+# call torch.load(path) and so run the full unpickler on torch < 2.6, which scenemetrics supports (torch >= 2.1).
+# Read from each release's own loader (diffusers/models/model_loading_utils.py, transformers/modeling_utils.py,
+# open_clip/factory.py): 0.27.0, 4.36.0 and 2.26.1 still call torch.load without it. Lightning 2.6 is the first whose
+# Trainer.fit takes weights_only (the PRISM head trainer passes weights_only=True; 2.5.1's fit has no such argument).
+SAFE_LOADER_RELEASES = {"diffusers": (0, 28), "transformers": (4, 37), "open_clip_torch": (2, 27), "lightning": (2, 6)}
+
+
+def test_extras_require_libraries_that_never_unpickle_weights():
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    for package, safe in SAFE_LOADER_RELEASES.items():
+        floors = re.findall(rf'"{package}>=(\d+)\.(\d+)', text)
+        assert floors, f"pyproject.toml requires no minimum {package}"
+        for floor in floors:
+            assert tuple(map(int, floor)) >= safe, f"{package}>={'.'.join(floor)} allows a release that unpickles"

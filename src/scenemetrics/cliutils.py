@@ -27,8 +27,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from scenemetrics.jsonio import write_json
-
 __all__ = [
     "RANDOM_BANNER",
     "CLIError",
@@ -46,7 +44,6 @@ __all__ = [
     "show_progress",
     "unit_interval",
     "weights_message",
-    "write_json",
 ]
 
 RANDOM_BANNER = (

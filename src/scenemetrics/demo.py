@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from scenemetrics import cliutils as _cli
+from scenemetrics.jsonio import write_json
 
 __all__ = ["DEMO_SECTIONS", "register", "run", "run_demo"]
 
@@ -24,8 +25,6 @@ DEMO_SECTIONS = ("scenemetrics.osim.demo",)
 """The sections after PuzzleSim, by module, in report order: each module's public ``run_demo(scene, out_dir, *,
 random_weights, weights_path, device, quiet, report_dir)`` returns a JSON-able summary whose file paths are relative
 to ``report_dir``. :func:`run_demo` calls them by direct import (no module lookup by name)."""
-
-RANDOM_BANNER = _cli.RANDOM_BANNER
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -141,7 +140,7 @@ def run_demo(
         "sections": {},
     }
     if random_weights:
-        report["warning"] = RANDOM_BANNER
+        report["warning"] = _cli.RANDOM_BANNER
     with tempfile.TemporaryDirectory() as tmp:
         ps_weights = weights_path
         if random_weights:
@@ -165,7 +164,7 @@ def run_demo(
             quiet=quiet,
             report_dir=out,
         )
-    _cli.write_json(out / "report.json", report)
+    write_json(out / "report.json", report)
     return report
 
 
@@ -192,6 +191,6 @@ def run(args: argparse.Namespace) -> int:
         if name != "puzzlesim" and isinstance(score, float):
             lines.append(f"  {name} scene score {score:.4f}; outputs in {out / name}")
     if args.random_weights:
-        lines.append("  " + RANDOM_BANNER)
+        lines.append("  " + _cli.RANDOM_BANNER)
     print("\n".join(lines))
     return 0

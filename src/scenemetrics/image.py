@@ -270,7 +270,8 @@ def _decode(path: Path) -> tuple[object, str]:
         if mode in ("P", "PA"):
             alpha = mode == "PA" or "transparency" in im.info
             return np.asarray(im.convert("RGBA" if alpha else "RGB")).astype(np.float32) / 255.0, "8-bit palette"
-        if mode.startswith("I;16") or (mode == "I" and rawmode.startswith("I;16")):
+        unsigned16 = mode.startswith("I;16") or (mode == "I" and rawmode.startswith("I;16"))
+        if unsigned16 and not (rawmode or mode).endswith("S"):  # signed 16-bit (I;16S) has no white level
             return np.asarray(im).astype(np.float32) / 65535.0, "16-bit grey"
         if mode == "F":
             return np.asarray(im, dtype=np.float32).copy(), "float grey"
@@ -307,7 +308,8 @@ def read_image(path: str | os.PathLike, *, background: str | None = None) -> Ten
     Every mode becomes exact values in [0, 1]: 8-bit (``value / 255``), 16-bit (``value / 65535``: greyscale, RGB and
     RGBA PNG, greyscale TIFF; 16-bit multi-channel TIFF through OpenCV), 1-bit, palette (its colours), and float
     TIFF (taken as is; values outside [0, 1] or not finite are an error, never clipped). Greyscale is repeated to
-    RGB. Any other mode (e.g. 32-bit integer) is an :class:`ImageFileError` naming the file and the mode.
+    RGB. Any other mode (e.g. 32-bit or signed 16-bit integer) is an :class:`ImageFileError` naming the file and
+    the mode.
 
     Args:
         path: the image file.

@@ -116,6 +116,9 @@ def test_prism_distance_and_mmd_from_cameras(copy_tree, tmp_path):
         assert main(args) == 0
     skips = sorted(str(w.message).split(" (")[0] for w in caught if "skipped for" in str(w.message))
     assert skips == ["prism skipped for 1 unit(s)", "prism_mmd skipped for 1 unit(s)"]
+    reasons = " ".join(str(w.message) for w in caught)  # each names its own metric, not a family's package
+    for name in ("prism", "prism_mmd"):
+        assert f"no cameras.json ({name} needs the source view of each render" in reasons
     extractor = prism.Zero123Features.from_pretrained(model, resize=True, image_size=64)
     rows = {(r["method"], r["scene"]): r for r in read_csv(out / "results.csv")}
     for method in METHODS:

@@ -255,3 +255,32 @@ def test_the_configs_ns_train_writes_pass_the_check(tmp_path):
     path.write_text("!!python/object/apply:nerfstudio.utils.scripts.run_command ['touch x']\n")
     with pytest.raises(ValueError, match="only paths and enum members"):
         check_nerfstudio_config(path)
+
+
+@pytest.mark.nerfstudio
+def test_eval_never_hands_a_config_that_would_run_code_to_nerfstudio(tmp_path, capsys):
+    """Through the command, where nerfstudio's own loader would read the file: the payload never runs."""
+    marker = tmp_path / "PWNED"
+    config = tmp_path / "outputs" / "lego" / "nerfacto" / "2024-01-01_000000" / "config.yml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f"!!python/object/apply:os.system ['touch {marker}']\n")
+    argv = ["eval", "--nerfstudio-config", str(config), "--out", str(tmp_path / "out"), "--metrics", "psnr",
+            "--quiet", "--device", "cpu"]  # fmt: skip
+    code = main(argv)
+    assert not marker.exists()  # nerfstudio's loader would have run `touch` (it does on the code before issue 26)
+    assert code == 1 and "line 1: refusing the tag !!python/object/apply:os.system" in capsys.readouterr().err
+
+
+def test_nerfstudio_runs_are_refused_where_torch_would_unpickle_their_checkpoint(tmp_path, monkeypatch):
+    """nerfstudio's eval_setup calls torch.load(ckpt) without weights_only: before torch 2.6 that unpickles."""
+    from scenemetrics.evaluation.nerfstudio_source import render_nerfstudio
+
+    config = tmp_path / "config.yml"
+    config.write_text("method_name: nerfacto\n")
+    monkeypatch.setattr(torch, "__version__", "2.5.1+cu121")
+    with pytest.raises(ImportError, match=r"needs torch >= 2\.6 \(this is 2\.5\.1\+cu121\).*unpickles"):
+        render_nerfstudio(config, tmp_path / "cache")
+    monkeypatch.setattr(torch, "__version__", "2.10.0")  # past the check (then nerfstudio, or its absence, decides)
+    with pytest.raises(Exception) as info:
+        render_nerfstudio(config, tmp_path / "cache")
+    assert "needs torch" not in str(info.value)

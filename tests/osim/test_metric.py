@@ -244,3 +244,27 @@ def test_options_are_checked_once_under_one_rule(nano, monkeypatch) -> None:
     monkeypatch.setattr(boxes_module, "check_thresholds", refuse)
     metric.update(degrade(x), x)  # neither the metric nor the scoring below it checks the options again
     assert float(metric.compute()) == pytest.approx(expected, abs=1e-6)
+
+
+def test_each_update_checks_the_images_once(nano, monkeypatch) -> None:
+    """The renders and references are checked once per update (they were checked twice: by the metric and again by
+    the scoring below it); the detector and the scoring take the checked tensors as they are."""
+    import sys
+
+    import scenemetrics.image as image_module
+
+    real, calls = image_module.check_images, []
+
+    def counting(x, name="images", *args, **kwargs):
+        calls.append(name)
+        return real(x, name, *args, **kwargs)
+
+    for module in [m for n, m in sys.modules.items() if n.startswith("scenemetrics.osim")]:
+        if getattr(module, "check_images", None) is real:
+            monkeypatch.setattr(module, "check_images", counting)
+    metric = OSIM(model=nano, conf_threshold=0.05)
+    x = images(2, seed=12)
+    metric.update(degrade(x), x)
+    assert int(metric.count.sum()) > 0  # objects were scored, so every step below the metric ran
+    # the user's two batches once each; GBVS checks the saliency input it is handed (the letterboxed reference)
+    assert sorted(calls) == ["images", "preds", "target"]

@@ -97,3 +97,24 @@ def test_bad_inputs_raise(extractor64):
         metric.update(src, pred, gt, torch.zeros(2, 4))
     with pytest.raises(TypeError, match="extractor"):
         PRISMDistance(None)
+
+
+def test_each_update_checks_each_image_batch_once(extractor64, monkeypatch):
+    """source, pred and target are checked once per update (source was checked twice: for each of its two triplets)."""
+    import sys
+
+    import scenemetrics.image as image_module
+
+    real, calls = image_module.check_images, []
+
+    def counting(x, name="images", *args, **kwargs):
+        calls.append(name)
+        return real(x, name, *args, **kwargs)
+
+    for module in [m for n, m in sys.modules.items() if n.startswith("scenemetrics.prism")]:
+        if getattr(module, "check_images", None) is real:
+            monkeypatch.setattr(module, "check_images", counting)
+    metric = PRISMDistance(extractor64)
+    src, pred, gt = _triplets(3, 5)
+    metric.update(src, pred, gt, POSE)
+    assert sorted(calls) == ["pred", "source", "target"] and int(metric.count) == 3

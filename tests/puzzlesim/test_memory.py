@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from scenemetrics.puzzlesim import PuzzleSimMemory, best_match_similarity, puzzle_similarity_map
+from scenemetrics.puzzlesim import PuzzleSimMemory, best_match_similarity, bf16, puzzle_similarity_map
 from scenemetrics.puzzlesim import search as S
 
 from .naive import NaivePuzzleSim, smooth_images
@@ -107,7 +107,7 @@ def test_auto_screening_policy(squeeze_ckpt, monkeypatch):
         return bool(calls)
 
     for enabled in (False, True):
-        monkeypatch.setattr(S, "bf16_decision", lambda mode=None, enabled=enabled: {"enabled": enabled})
+        monkeypatch.setattr(bf16, "bf16_decision", lambda mode=None, enabled=enabled: {"enabled": enabled})
         assert not used(lambda: best_match_similarity(feats, refs[:, :, :10]))  # 200 vectors: always exhaustive
         assert used(lambda: memory.similarity_map(image)) is enabled
         assert used(lambda: best_match_similarity(feats, refs)) is enabled

@@ -123,6 +123,20 @@ def check_nerfstudio_config(path: str | os.PathLike) -> None:
             raise ValueError(f"{where}: only paths and enum members are built by a call")
 
 
+def _check_torch_reads_checkpoints_safely() -> None:
+    """nerfstudio's ``eval_setup`` calls ``torch.load(ckpt)`` without ``weights_only``: only from torch 2.6 on does that
+    default to the restricted unpickler (before, a run's ``step-*.ckpt`` could run code when loaded)."""
+    import torch
+
+    version = tuple(int(p) if p.isdigit() else 0 for p in torch.__version__.split("+")[0].split(".")[:2])
+    if version < (2, 6):
+        raise ImportError(
+            f"--nerfstudio-config needs torch >= 2.6 (this is {torch.__version__}): nerfstudio reads the run's "
+            "checkpoint with torch.load's default, which before torch 2.6 unpickles it and so can run code stored "
+            "in it. Upgrade torch, or render the views with ns-render and pass them with --root"
+        )
+
+
 def _training_cwd(config_path: Path, output_dir: Path) -> Path:
     """The folder ``ns-train`` ran in: ``config.yml`` lives at ``<output_dir>/<exp>/<method>/<timestamp>/``."""
     base = config_path.resolve().parent
@@ -155,7 +169,9 @@ def render_nerfstudio(
         quiet: no progress bar.
 
     Raises:
-        ImportError: nerfstudio is not installed (``pip install "scenemetrics[nerfstudio]"``).
+        ImportError: nerfstudio is not installed (``pip install "scenemetrics[nerfstudio]"``), or torch is older
+            than 2.6 (nerfstudio reads the run's checkpoint with ``torch.load``'s default, which unpickles it before
+            torch 2.6).
         FileNotFoundError: no ``config.yml`` at ``config_path``.
         ValueError: an unknown ``split``, or a ``config.yml`` with a tag that would run code
             (:func:`check_nerfstudio_config`).
@@ -165,6 +181,7 @@ def render_nerfstudio(
     path = Path(config_path)
     if not path.is_file():
         raise FileNotFoundError(f"--nerfstudio-config {path}: no such file (expected outputs/.../config.yml)")
+    _check_torch_reads_checkpoints_safely()
     try:
         import nerfstudio.configs.base_config  # noqa: F401  (nerfstudio's import cycle: configs before utils)
         from nerfstudio.utils.eval_utils import eval_setup

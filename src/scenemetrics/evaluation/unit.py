@@ -199,7 +199,7 @@ def _missing_input(entry: MetricAdapter, unit: Unit) -> tuple[str, str] | None:
         if not unit.train:
             return "skipped", "no training views (train/ folder) to use as references"
     if "cameras" in entry.inputs and unit.cameras is None:
-        return "skipped", "no cameras.json (this metric needs the source view of each render)"
+        return "skipped", f"no cameras.json ({entry.name} needs the source view of each render)"
     return None
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from scenemetrics import cliutils as _cli
+from scenemetrics.jsonio import write_json
 
 __all__ = ["build_inpainter", "list_references", "register", "run"]
 
@@ -180,7 +181,7 @@ def _run(args: argparse.Namespace) -> int:
         "mask": viz.save_png(mask, out / f"{stem}_mask.png"),
         "panel": inpainting_picture(image.cpu(), result, name=image_path.name).save(out / f"{stem}_panel.png"),
     }
-    _cli.write_json(
+    write_json(
         out / f"{stem}.json",
         {
             "image": str(image_path),

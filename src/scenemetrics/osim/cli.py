@@ -31,8 +31,8 @@ from scenemetrics.cliutils import (
     resolve_device,
     scratch_dir,
     unit_interval,
-    write_json,
 )
+from scenemetrics.jsonio import write_json
 
 __all__ = ["pair_images", "read_class_names", "register", "run"]
 

@@ -8,11 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from scenemetrics import cliutils as _cli
-from scenemetrics._lazy import lazy_exports
+from scenemetrics.jsonio import write_json
 
-# ``save_map_pngs`` lives in ``scenemetrics.puzzlesim.pictures`` (it imports torch); still importable from here
-_lazy_names, __getattr__, __dir__ = lazy_exports(__name__, {"save_map_pngs": "scenemetrics.puzzlesim.pictures"})
-__all__ = ["register", "run", *_lazy_names]
+__all__ = ["register", "run"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -130,7 +128,7 @@ def _run(args: argparse.Namespace, tmp: Path | None) -> int:
             entry["raw"] = f"raw/{f.stem}.npy"
         results[f.stem] = entry
     scores = [e["score"] for e in results.values()]
-    _cli.write_json(
+    write_json(
         out / "scores.json",
         {
             **({"warning": _cli.RANDOM_BANNER} if random_weights else {}),

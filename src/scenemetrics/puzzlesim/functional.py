@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from scenemetrics.checks import check_choice
+from scenemetrics.puzzlesim import bf16 as _bf16
 from scenemetrics.puzzlesim import search as _search
 from scenemetrics.puzzlesim.options import SCREENING, Screening, check_chunk_size
 from scenemetrics.puzzlesim.triton_search import triton_max
@@ -105,7 +106,7 @@ def search_method(screening: str, device: torch.device, k: int, need_grad: bool,
         return "bf16"
     if device.type != "cpu" or k < 4 * _search.BLOCK:
         return "plain"
-    if not need_grad and bool(_search.bf16_decision()["enabled"]):
+    if not need_grad and bool(_bf16.bf16_decision()["enabled"]):
         return "bf16"
     return "bound"
 

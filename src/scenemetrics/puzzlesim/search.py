@@ -24,14 +24,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from scenemetrics.puzzlesim.bf16 import bf16_decision
-
 __all__ = [
     "BLOCK",
     "BoundIndex",
     "GibbsMean",
     "ScreenIndex",
-    "bf16_decision",
     "bound_max",
     "cluster_order",
     "default_chunk_size",

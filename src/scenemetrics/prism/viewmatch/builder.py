@@ -39,7 +39,7 @@ from scenemetrics.prism.viewmatch.config import BuildConfig
 from scenemetrics.prism.viewmatch.masks import pair_masks
 from scenemetrics.prism.viewmatch.views import MissingDepthError, ViewSet, find_objects, import_cv2, read_transforms
 
-__all__ = ["BUILDER_VERSION", "BuildConfig", "BuildReport", "build_viewmatch_dataset"]
+__all__ = ["BUILDER_VERSION", "BuildReport", "build_viewmatch_dataset"]
 
 BUILDER_VERSION = 1
 DATASET_FORMAT = "scenemetrics.prism.dataset/1"
