@@ -6,21 +6,24 @@ metric goes into its ``options=[Option(...)]`` list below, and nowhere else: the
 fingerprint and the table of options in ``docs/eval.md`` all follow from that list. Each factory imports its metric
 family's package, and that package's extras, only when called.
 
-=============  ===========================================================  ===========================  =====
-name           metric                                                       inputs / update              best
-=============  ===========================================================  ===========================  =====
-``psnr``       torchmetrics ``PeakSignalNoiseRatio(data_range=1, dim=CHW)``  gt / paired                 high
-``ssim``       torchmetrics' SSIM definition (``fullref.SSIMMap``, separable)  gt / paired              high
-``lpips``      torchmetrics ``LearnedPerceptualImagePatchSimilarity``       gt / paired                  low
-``ssim_3dgs``  ``fullref.SSIM3DGS`` (3DGS ``metrics.py``)                   gt / paired                  high
-``ssim_nerfbaselines``  ``fullref.SSIMNerfBaselines`` (dm_pix)              gt / paired                  high
-``lpips_vgg``  ``fullref.LPIPSMap("vgg")`` (``lpips`` package, [-1, 1])     gt / paired                  low
-``lpips_3dgs``  ``fullref.LPIPS3DGS`` (3DGS ``metrics.py``)                 gt / paired                  low
-``puzzlesim``  ``scenemetrics.PuzzleSim`` (training views as references)    train / references, map      high
-``osim``       ``scenemetrics.OSIM``                                        gt / paired, objects         high
-``prism``      ``scenemetrics.PRISMDistance``                               gt, cameras / prism_distance low
-``prism_mmd``  ``scenemetrics.PRISMMMD`` (anchors from ``anchors=`` file)   cameras / prism_mmd          low
-=============  ===========================================================  ===========================  =====
+======================  ============================================================  ============================  ====
+name                    metric                                                        inputs / update               best
+======================  ============================================================  ============================  ====
+``psnr``                torchmetrics ``PeakSignalNoiseRatio(data_range=1, dim=CHW)``  gt / paired                   high
+``ssim``                torchmetrics' SSIM by ``fullref.SSIMMap`` (separable)         gt / paired                   high
+``lpips``               torchmetrics ``LearnedPerceptualImagePatchSimilarity``        gt / paired                   low
+``puzzlesim``           ``scenemetrics.PuzzleSim`` (training views as references)     train / references, map       high
+``osim``                ``scenemetrics.OSIM``                                         gt / paired, objects          high
+``prism``               ``scenemetrics.PRISMDistance``                                gt, cameras / prism_distance  low
+``prism_mmd``           ``scenemetrics.PRISMMMD`` (anchors from ``anchors=``)         cameras / prism_mmd           low
+``ssim_3dgs``           ``fullref.SSIM3DGS`` (3DGS ``metrics.py``)                    gt / paired                   high
+``ssim_nerfbaselines``  ``fullref.SSIMNerfBaselines`` (dm_pix)                        gt / paired                   high
+``lpips_vgg``           ``fullref.LPIPSMap("vgg")`` (``lpips`` package)               gt / paired                   low
+``lpips_3dgs``          ``fullref.LPIPS3DGS`` (3DGS ``metrics.py``)                   gt / paired                   low
+======================  ============================================================  ============================  ====
+
+The published protocols (``scenemetrics``, ``3dgs``, ``nerfbaselines``: which of these stands for ``ssim`` and
+``lpips`` in whose tables) are declared at the end, next to their metrics.
 
 Example:
     >>> from scenemetrics.registry import MetricConfig, get_metric

@@ -29,6 +29,10 @@ Each entry (a :class:`MetricAdapter`) declares, for one metric:
   finds its adapter by ``isinstance`` (:func:`adapter_for`), resolving a string only when its module is already
   imported, so looking a metric up never imports a metric family's package.
 
+Published evaluation protocols (:class:`Protocol`, :func:`register_protocol`) say which registered metric stands for
+a generic one in whose tables (``3dgs``: ``ssim`` -> ``ssim_3dgs``, ``lpips`` -> ``lpips_3dgs``);
+:func:`apply_protocol` rewrites a list of metric names (``scenemetrics eval --protocol``).
+
 A metric instance no entry claims gets the generic adapter: ``"references"`` when it has ``set_references``, else
 ``"paired"``; its pictures are whatever it exposes.
 

@@ -3,7 +3,8 @@
 A predictions folder holds ``color/`` (renders), ``gt-color/`` (ground truth, same relative paths), optionally
 ``mask/`` (same relative paths, ``.png``) and ``info.json``, whose method, dataset and scene name the unit
 (``method`` and ``dataset_metadata.{name|id, scene}``, or top-level ``dataset`` / ``scene``); without them the
-unit is named after the path.
+unit is named after the path. Its recorded ``background_color`` composites RGBA images, rounded to 8 bits, as
+NerfBaselines' ``evaluate`` does (:mod:`scenemetrics.evaluation.sources`).
 
 Archives are unpacked once into ``<out>/inputs/<name>-<hash>/`` (the evaluation reads, fingerprints and resumes from
 files, and a ``.tar.gz`` allows no random access). Every member is checked first: an absolute name, a ``..``
