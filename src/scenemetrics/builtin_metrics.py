@@ -152,6 +152,7 @@ register_metric(
     "(torchmetrics' definition)",
     update="paired",
     metric_class="torchmetrics.image.ssim:StructuralSimilarityIndexMeasure",
+    pictures=(),  # built as fullref.SSIMMap without its maps: a score, no picture (ssim_map gives the map)
 )
 
 
@@ -546,6 +547,7 @@ register_metric(
     description="SSIM as 3DGS's metrics.py reports it: Gaussian 11x11, zero padding, mean over every pixel",
     update="paired",
     metric_class="scenemetrics.fullref.metric:SSIM3DGS",
+    pictures=(),  # a score per view, no map
 )
 register_metric(
     "ssim_nerfbaselines",
@@ -555,6 +557,7 @@ register_metric(
     description="SSIM as NerfBaselines (dm_pix) computes it: valid window positions only, variances clipped",
     update="paired",
     metric_class="scenemetrics.fullref.metric:SSIMNerfBaselines",
+    pictures=(),  # a score per view, no map
 )
 register_metric(
     "lpips_vgg",
@@ -564,6 +567,7 @@ register_metric(
     higher_is_better=False,
     description="LPIPS-VGG (lpips package, inputs scaled to [-1, 1]): NerfBaselines' lpips_vgg of Blender scenes",
     update="paired",
+    pictures=(),  # a score per view, no map
 )
 register_metric(
     "lpips_3dgs",
@@ -574,6 +578,7 @@ register_metric(
     description="LPIPS-VGG as 3DGS's metrics.py reports it: [0, 1] images fed without scaling to [-1, 1]",
     update="paired",
     metric_class="scenemetrics.fullref.metric:LPIPS3DGS",
+    pictures=(),  # a score per view, no map
 )
 register_protocol(
     "scenemetrics",

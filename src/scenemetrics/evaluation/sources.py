@@ -49,6 +49,7 @@ _PREDICTIONS_DIR_RE = re.compile(r"^predictions-(\d+)$")
 _PREDICTIONS_ARCHIVE_RE = re.compile(r"^predictions-(\d+)\.tar\.gz$")
 _OURS_RE = re.compile(r"^ours_(\d+)$")
 _CFG_ARGS_MAX_BYTES = 1 << 20
+_INFO_MAX_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -126,11 +127,13 @@ def read_nerfbaselines_info(folder: Path) -> dict[str, Any]:
     """The ``info.json`` of a predictions folder as a dict (``{}`` without one).
 
     Raises:
-        ValueError: the file is not a JSON object (the message names it).
+        ValueError: the file is not a JSON object, or is larger than 16 MiB (the message names it).
     """
     path = Path(folder) / "info.json"
     if not path.is_file():
         return {}
+    if path.stat().st_size > _INFO_MAX_BYTES:
+        raise ValueError(f"{path}: larger than {_INFO_MAX_BYTES >> 20} MiB; not a NerfBaselines info.json")
     try:
         info = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:

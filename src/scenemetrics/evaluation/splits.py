@@ -97,12 +97,19 @@ def _strip(path: str) -> str:
     return p.with_suffix("").as_posix() if p.suffix.lower() in IMAGE_EXTENSIONS else p.as_posix()
 
 
-def _json(path: Path) -> Any:
+def _text(path: Path) -> str:
     if path.stat().st_size > _JSON_MAX_BYTES:
-        raise ValueError(f"{path}: larger than {_JSON_MAX_BYTES >> 20} MiB; not a camera file")
+        raise ValueError(f"{path}: larger than {_JSON_MAX_BYTES >> 20} MiB; not a split or camera file")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 text ({err})") from None
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(_text(path))
+    except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err})") from None
 
 
@@ -188,7 +195,7 @@ def split_views(
         return result(_select(folder, keys, blender.parent, wanted), rule)
     lists = _beside(folder, "train_list.txt") or _beside(folder, "test_list.txt")
     if lists is not None:
-        entries = {_strip(line.strip()) for line in lists.read_text(encoding="utf-8").splitlines() if line.strip()}
+        entries = {_strip(line.strip()) for line in _text(lists).splitlines() if line.strip()}
         if lists.name == "train_list.txt":
             return result(_select(folder, keys, lists.parent, entries), "NerfBaselines split file train_list.txt")
         test_keys = _select(folder, keys, lists.parent, entries) or []
