@@ -302,7 +302,7 @@ def _read(path: str | os.PathLike) -> tuple[object, str]:
     return arr, desc
 
 
-def read_image(path: str | os.PathLike, *, background: str | None = None) -> Tensor:
+def read_image(path: str | os.PathLike, *, background: str | Sequence[float] | None = None) -> Tensor:
     """Read an image file as a ``(3, H, W)`` float32 tensor in [0, 1]: the one image reader of every command.
 
     Every mode becomes exact values in [0, 1]: 8-bit (``value / 255``), 16-bit (``value / 65535``: greyscale, RGB and
@@ -314,8 +314,8 @@ def read_image(path: str | os.PathLike, *, background: str | None = None) -> Ten
     Args:
         path: the image file.
         background: for images with an alpha channel (RGBA, grey + alpha, palette with transparency): ``None``
-            drops alpha (the colour as stored), ``"white"`` / ``"black"`` composite onto that colour
-            (``rgb * a + bg * (1 - a)``).
+            drops alpha (the colour as stored), ``"white"`` / ``"black"`` or an ``(r, g, b)`` triple in [0, 1]
+            composite onto that colour (``rgb * a + bg * (1 - a)``, in float32).
 
     Returns:
         ``(3, H, W)`` float32 in [0, 1].
@@ -323,7 +323,7 @@ def read_image(path: str | os.PathLike, *, background: str | None = None) -> Ten
     Raises:
         ImageFileError: (a ``ValueError``) a mode without a defined white level, float values outside [0, 1], a
             file that cannot be decoded; the message names the file.
-        ValueError: ``background`` is not ``None``, ``"white"`` or ``"black"``.
+        ValueError: ``background`` is not ``None``, ``"white"``, ``"black"`` or three numbers in [0, 1].
 
     Example:
         >>> import os, tempfile, numpy as np
@@ -337,12 +337,36 @@ def read_image(path: str | os.PathLike, *, background: str | None = None) -> Ten
     return rgb
 
 
-def read_image_with_alpha(path: str | os.PathLike, *, background: str | None = None) -> tuple[Tensor, bool]:
+def _background_color(background: str | Sequence[float] | None) -> object:
+    """``background=`` as what the composite multiplies: ``None``, a float, or a float32 ``(3,)`` array."""
+    import numpy as np
+
+    if background is None or isinstance(background, str):
+        if background not in (None, *BACKGROUNDS):
+            raise ValueError(f"`background` must be None, 'white', 'black' or (r, g, b); received {background!r}")
+        return None if background is None else (1.0 if background == "white" else 0.0)
+    try:
+        color = np.asarray(background, dtype=np.float32)
+    except (TypeError, ValueError):
+        color = None
+    if (
+        color is None
+        or color.shape != (3,)
+        or not (np.isfinite(color).all() and (color >= 0).all() and (color <= 1).all())
+    ):
+        raise ValueError(
+            f"`background` must be None, 'white', 'black' or three numbers in [0, 1]; received {background!r}"
+        )
+    return color
+
+
+def read_image_with_alpha(
+    path: str | os.PathLike, *, background: str | Sequence[float] | None = None
+) -> tuple[Tensor, bool]:
     """:func:`read_image` and whether the file had an alpha channel (that ``background`` handled or dropped)."""
     import numpy as np
 
-    if background not in (None, *BACKGROUNDS):
-        raise ValueError(f"`background` must be None, 'white' or 'black'; received {background!r}")
+    bg = _background_color(background)
     arr, _ = _read(path)
     arr = np.asarray(arr, dtype=np.float32)
     if arr.ndim == 2:
@@ -352,9 +376,8 @@ def read_image_with_alpha(path: str | os.PathLike, *, background: str | None = N
     color = arr[..., : channels - 1] if has_alpha else arr
     if color.shape[-1] == 1:
         color = np.repeat(color, 3, axis=-1)
-    if has_alpha and background is not None:
+    if has_alpha and bg is not None:
         alpha = arr[..., -1:]
-        bg = 1.0 if background == "white" else 0.0
         color = color * alpha + bg * (1.0 - alpha)
     return torch.from_numpy(np.ascontiguousarray(color.transpose(2, 0, 1))).float(), has_alpha
 

@@ -31,6 +31,10 @@ Each entry (a :class:`MetricAdapter`) declares, for one metric:
   finds its adapter by ``isinstance`` (:func:`adapter_for`), resolving a string only when its module is already
   imported, so looking a metric up never imports a metric family's package.
 
+Published evaluation protocols (:class:`Protocol`, :func:`register_protocol`) say which registered metric stands for
+a generic one in whose tables (``3dgs``: ``ssim`` -> ``ssim_3dgs``, ``lpips`` -> ``lpips_3dgs``);
+:func:`apply_protocol` rewrites a list of metric names (``scenemetrics eval --protocol``).
+
 A metric instance no entry claims gets the generic adapter: ``"references"`` when it has ``set_references``, else
 ``"paired"``; its pictures are whatever it exposes.
 
@@ -91,17 +95,22 @@ __all__ = [
     "MetricConfig",
     "Option",
     "OptionFlag",
+    "Protocol",
     "UnusableViewError",
     "ViewItem",
     "adapter_for",
+    "apply_protocol",
     "check_metric_options",
     "get_metric",
+    "get_protocol",
     "load_plugins",
     "metric_kind",
     "metric_names",
     "option_flags",
     "parse_metric_option",
+    "protocol_names",
     "register_metric",
+    "register_protocol",
     "resolve_metrics",
     "unregister_metric",
 ]
@@ -977,3 +986,108 @@ def parse_metric_option(text: str) -> tuple[str, str, Any]:
     if not (dot and eq and name and key):
         raise ValueError(f"a metric option must look like METRIC.KEY=VALUE; received {text!r}")
     return name, key, get_metric(name).parse_option(key, value)
+
+
+# ---- published evaluation protocols ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """A published evaluation protocol: the registered metric that stands for each generic one in its tables.
+
+    Attributes:
+        name: what ``scenemetrics eval --protocol`` takes (``3dgs``).
+        variants: generic metric -> this protocol's metric (``{"ssim": "ssim_3dgs"}``); others are kept as they are.
+        options: options the protocol fixes for the metrics it keeps (``{"lpips": {"net": "alex"}}``); a run that
+            gives another value is refused.
+        description: one line: whose tables these are.
+    """
+
+    name: str
+    variants: Mapping[str, str] = field(default_factory=dict)
+    options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    description: str = ""
+
+
+_PROTOCOLS: dict[str, Protocol] = {}
+
+
+def register_protocol(
+    name: str,
+    variants: Mapping[str, str] | None = None,
+    *,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    description: str = "",
+    replace: bool = False,
+) -> Protocol:
+    """Declare a published protocol (see :class:`Protocol`); ``replace=True`` overrides one of the same name.
+
+    Raises:
+        ValueError: a malformed name, or a name already registered (without ``replace``).
+    """
+    if not isinstance(name, str) or not re.match(r"^[a-z0-9][a-z0-9_-]*$", name):
+        raise ValueError(f"protocol name must match [a-z0-9][a-z0-9_-]*; received {name!r}")
+    if name in _PROTOCOLS and not replace:
+        raise ValueError(f"protocol {name!r} is already registered (pass replace=True to override it)")
+    protocol = Protocol(
+        name,
+        MappingProxyType(dict(variants or {})),
+        MappingProxyType({k: MappingProxyType(dict(v)) for k, v in (options or {}).items()}),
+        description,
+    )
+    _PROTOCOLS[name] = protocol
+    return protocol
+
+
+def protocol_names() -> list[str]:
+    """Names of the registered protocols (the built-in ones: ``scenemetrics``, ``3dgs``, ``nerfbaselines``)."""
+    _registry()
+    return list(_PROTOCOLS)
+
+
+def get_protocol(name: str) -> Protocol:
+    """A registered protocol; ``ValueError`` listing the known names otherwise."""
+    _registry()
+    try:
+        return _PROTOCOLS[name]
+    except KeyError:
+        raise ValueError(f"unknown protocol {name!r}; known protocols: {', '.join(_PROTOCOLS)}") from None
+
+
+def apply_protocol(
+    name: str, metrics: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[str]:
+    """``metrics`` with each generic metric replaced by protocol ``name``'s variant (``"all"`` expanded first;
+    repeated names once).
+
+    Raises:
+        ValueError: an unknown protocol, or ``options`` that set an option the protocol fixes to another value.
+
+    Example:
+        >>> apply_protocol("3dgs", ["psnr", "ssim", "lpips", "puzzlesim"])
+        ['psnr', 'ssim_3dgs', 'lpips_3dgs', 'puzzlesim']
+        >>> apply_protocol("nerfbaselines", ["psnr", "ssim", "lpips"], {"lpips": {"net": "vgg"}})
+        Traceback (most recent call last):
+        ...
+        ValueError: protocol 'nerfbaselines' computes lpips with net='alex'; the options give lpips.net='vgg'
+    """
+    protocol = get_protocol(name)
+    names = [n.strip() for n in metrics if n.strip()]
+    if names == ["all"]:
+        names = metric_names()
+    out: list[str] = []
+    for n in names:
+        variant = protocol.variants.get(n, n)
+        if variant not in out:
+            out.append(variant)
+    for metric, fixed in protocol.options.items():
+        if metric not in out:
+            continue
+        given = (options or {}).get(metric, {})
+        for key, value in fixed.items():
+            if given.get(key) is not None and given[key] != value:
+                raise ValueError(
+                    f"protocol {name!r} computes {metric} with {key}={value!r}; the options give "
+                    f"{metric}.{key}={given[key]!r}"
+                )
+    return out

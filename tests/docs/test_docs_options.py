@@ -16,7 +16,11 @@ from scenemetrics.evaluation import cli as eval_cli
 from scenemetrics.registry import OptionFlag, get_metric, metric_names, option_flags
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "eval.md"
-BUILTINS = ("psnr", "ssim", "lpips", "puzzlesim", "osim", "prism", "prism_mmd", "ssim_map", "lpips_map", "abs_error")
+BUILTINS = (
+    *("psnr", "ssim", "lpips", "puzzlesim", "osim", "prism", "prism_mmd"),
+    *("ssim_map", "lpips_map", "abs_error"),
+    *("ssim_3dgs", "ssim_nerfbaselines", "lpips_vgg", "lpips_3dgs"),  # the published protocols' variants
+)
 START, END = "<!-- options-table:start -->", "<!-- options-table:end -->"
 
 

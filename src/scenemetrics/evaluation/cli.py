@@ -18,13 +18,22 @@ from collections.abc import Sequence
 from typing import Any
 
 from scenemetrics import cliutils as _cli
-from scenemetrics.registry import Option, OptionFlag, load_plugins, option_flags, parse_metric_option
+from scenemetrics.registry import (
+    Option,
+    OptionFlag,
+    apply_protocol,
+    load_plugins,
+    option_flags,
+    parse_metric_option,
+    protocol_names,
+)
 
 __all__ = ["options_from_args", "register", "run"]
 
 _EPILOG = """\
-layout: <root>/<method>/<scene>/{renders,gt,train}/ [+ cameras.json]; NerfBaselines predictions (color/, gt-color/)
-and ns-render output (<split>/rgb/, <split>/gt-rgb/) are recognised too. Results go to <out>/results.jsonl (one line
+layout: <root>/<method>/<scene>/{renders,gt,train}/ [+ cameras.json]; NerfBaselines predictions (color/, gt-color/;
+nerfbaselines train's predictions-<step>.tar.gz), ns-render output (<split>/rgb/, <split>/gt-rgb/) and 3DGS model
+folders (test/ours_<iteration>/{renders,gt}/) are recognised too. Results go to <out>/results.jsonl (one line
 per finished unit; a rerun skips what is done), results.csv, leaderboard.csv, results.json and report/index.html.
 See docs/eval.md.
 """
@@ -83,6 +92,16 @@ def _csv_list(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
+def _step(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a step number >= 0; received {text!r}")
+    return value
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "eval",
@@ -119,7 +138,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--train-views",
         metavar="DIR",
-        help="training views for scenes without them: DIR/<scene>/images/, DIR/<scene>/ or DIR (PuzzleSim references)",
+        help="training views of every scene (PuzzleSim's references; they win over a scene folder's own): "
+        "DIR/<scene>/images/, DIR/<scene>/ or DIR; held-out test views are dropped where the split is known",
+    )
+    p.add_argument(
+        "--step",
+        type=_step,
+        metavar="N",
+        help="the training step (NerfBaselines predictions-<N>) or iteration (3DGS ours_<N>) to score "
+        "(default: the highest)",
     )
     _cli.add_out_arg(p)
     p.add_argument(
@@ -129,6 +156,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="comma-separated metric names, or 'all' (default: psnr,ssim,lpips,puzzlesim; also osim, prism, "
         "prism_mmd, and the baselines fid, kid, cmmd, fd_dinov2, jfid, jcmmd, jfd_dinov2, clip_s, clip_s_src, "
         "dino_sim, dino_sim_src)",
+    )
+    p.add_argument(
+        "--protocol",
+        choices=protocol_names(),
+        help="score SSIM and LPIPS as one published table did: 3dgs (ssim_3dgs, lpips_3dgs), nerfbaselines "
+        "(ssim_nerfbaselines, LPIPS AlexNet) or scenemetrics (ssim, lpips); replaces ssim and lpips in --metrics",
     )
     p.add_argument(
         "--layout",
@@ -167,7 +200,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument(
         "--background",
         choices=("white", "black"),
-        help="composite RGBA images onto this colour (default: the alpha channel is dropped, with a warning)",
+        help="composite RGBA images onto this colour (default: the background the folder's pipeline recorded, "
+        "e.g. NerfBaselines' info.json; else the alpha channel is dropped, with a warning)",
     )
     r.add_argument("--thumbnails", type=int, default=4, metavar="N", help="map thumbnails per scene in the report")
     r.add_argument(
@@ -262,12 +296,20 @@ def run(args: argparse.Namespace) -> int:
         load_plugins(args.plugin)
     except (ImportError, FileNotFoundError) as err:
         raise _cli.UsageError(str(err)) from None
+    options = options_from_args(args)
+    if args.protocol is not None:
+        try:
+            apply_protocol(args.protocol, _csv_list(args.metrics), options)
+        except ValueError as err:
+            raise _cli.UsageError(f"--protocol: {err}") from None
     config = EvalConfig(
         root=args.root,
         predictions=tuple(args.predictions),
         max_archive_bytes=max_archive_bytes,
         nerfstudio_configs=tuple(args.nerfstudio_config),
         train_views=args.train_views,
+        step=args.step,
+        protocol=args.protocol,
         out=args.out,
         metrics=_csv_list(args.metrics),
         layout=args.layout,
@@ -275,7 +317,7 @@ def run(args: argparse.Namespace) -> int:
         split=args.split,
         methods=args.methods,
         scenes=args.scenes,
-        options=options_from_args(args),
+        options=options,
         plugins=tuple(args.plugin),
         random_weights=args.random_weights,
         background=args.background,

@@ -38,11 +38,17 @@ class EvalConfig:
         max_archive_bytes: the most bytes one predictions archive may unpack to (``None``: half the free space at
             ``out``, at most 64 GiB).
         nerfstudio_configs: trained nerfstudio runs (``config.yml``), rendered on the ``split`` (default test).
-        train_views: training views for scenes without them (``<dir>/<scene>/images/``, ``<dir>/<scene>/``, ``<dir>``).
+        train_views: the training views of every scene (``<dir>/<scene>/images/``, ``<dir>/<scene>/``, ``<dir>``);
+            they win over a scene folder's own.
+        step: the step (NerfBaselines ``predictions-<step>``) or iteration (3DGS ``ours_<iteration>``) to read
+            (``None``: the highest).
+        protocol: a published protocol whose variants replace ``ssim`` and ``lpips`` in ``metrics`` (``"3dgs"``,
+            ``"nerfbaselines"``, ``"scenemetrics"``; :func:`scenemetrics.registry.apply_protocol`).
         options: per-metric options, ``{"lpips": {"net": "vgg"}, ...}``.
         plugins: modules or ``.py`` files that register more metrics.
         random_weights: deterministic random networks everywhere (smoke tests; uncalibrated scores).
-        background: composite RGBA images onto ``"white"`` or ``"black"`` (``None``: drop alpha, with a warning).
+        background: composite RGBA images onto ``"white"`` or ``"black"`` (``None``: the background the folder's
+            pipeline recorded, else drop alpha, with a warning).
         max_thumbnails: map thumbnails per unit and map-producing metric in the report.
         thumbnail_height: thumbnail height in pixels.
         max_panels: render | ground truth | map panels of the worst views, per unit and full-reference map metric
@@ -83,6 +89,8 @@ class EvalConfig:
     max_archive_bytes: int | None = None
     train_views: str | os.PathLike | None = None
     nerfstudio_configs: Sequence[str | os.PathLike] = ()
+    step: int | None = None
+    protocol: str | None = None
 
 
 @dataclass

@@ -6,18 +6,24 @@ per folder, in this order):
 
 * ``scenemetrics``: ``renders/``, ``gt/``, ``train/`` and an optional ``cameras.json``.
 * ``nerfbaselines``: a NerfBaselines predictions folder, i.e. ``color/`` (renders) and ``gt-color/`` (ground truth)
-  directly in the scene folder, or in its ``predictions-<step>/`` sub-folders (the highest step is used). Archives
-  (``predictions-<step>.tar.gz``/``.zip``) must be extracted first.
+  directly in the scene folder; or the output folder of ``nerfbaselines train``, which holds
+  ``predictions-<step>.tar.gz`` (and ``results-<step>.json``, ``checkpoint-<step>/``) per evaluated step, or
+  ``predictions-<step>/`` folders: the highest step is read unless ``step`` names one. Archives are unpacked by the
+  ``unpack`` function the caller gives (``scenemetrics eval`` unpacks them safely into ``<out>/inputs/``).
+  ``info.json``'s recorded ``background_color`` composites RGBA images, as NerfBaselines' ``evaluate`` does.
 * ``nerfstudio``: ``ns-render dataset`` output, i.e. ``<split>/rgb/`` (renders) and ``<split>/gt-rgb/`` (ground
   truth), split ``test`` (else ``val``) unless one is named; ``train/gt-rgb/`` (from ``--split train+test``) serves as
   the training views.
-* ``gaussian-splatting``: the original 3DGS ``render.py`` output, i.e. ``test/ours_<iteration>/renders/`` and
-  ``.../gt/`` (the highest iteration is used), file names as written.
+* ``gaussian-splatting``: the original 3DGS model folder, i.e. ``test/ours_<iteration>/renders/`` and ``.../gt/``
+  (the highest iteration, or ``step``), file names as written; ``train/ours_<iteration>/gt/`` (the ground truth of
+  the training cameras) serves as the training views, never ``train/`` itself (it holds renders too); ``cfg_args``
+  tells whether the model held out test views (``--eval``) and its background.
 
 NerfBaselines ``mask/`` folders (same relative paths, ``.png``) are attached to their views: full-reference metrics
-then compare ``render * mask`` with ``gt * mask``, as NerfBaselines' own evaluation does. ``train_views`` (the
-``--train-views`` flag) gives scenes without training views their references: ``<dir>/<scene>/images/``,
-``<dir>/<scene>/`` or ``<dir>`` itself, the first that holds images.
+then compare ``render * mask`` with ``gt * mask``, as NerfBaselines' own evaluation does. Training views come from
+``--train-views`` first (``train_views``: ``<dir>/<scene>/images/``, ``<dir>/<scene>/`` or ``<dir>``), then from the
+scene folder, then from ``<data>/<scene>/train/``; test views a source dataset holds are dropped where its split is
+known (:mod:`scenemetrics.evaluation.splits`).
 
 Render and ground-truth files pair by their path relative to their folder **without the extension** (``r_0.png``
 pairs with ``r_0.jpg``; nested folders are allowed). A folder missing in the scene (``gt/``, ``train/``,
@@ -40,13 +46,21 @@ import hashlib
 import json
 import math
 import os
-import re
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scenemetrics.evaluation.sources import (
+    Found,
+    gaussian_splatting_iterations,
+    nerfbaselines_background,
+    nerfbaselines_predictions,
+    read_cfg_args,
+    read_nerfbaselines_info,
+)
+from scenemetrics.evaluation.splits import TrainingViews, candidate_folder, split_views
 from scenemetrics.image import IMAGE_EXTENSIONS
 
 __all__ = [
@@ -68,8 +82,6 @@ LAYOUTS = ("auto", "scenemetrics", "nerfbaselines", "nerfstudio", "gaussian-spla
 CAMERAS_FORMAT = "scenemetrics.eval.cameras/1"
 """The ``format`` value of a ``cameras.json`` file (optional in the file)."""
 
-_PREDICTIONS_RE = re.compile(r"^predictions-(\d+)$")
-_OURS_RE = re.compile(r"^ours_(\d+)$")
 _NERFSTUDIO_SPLITS = ("test", "val")
 
 
@@ -105,6 +117,15 @@ class Unit:
         has_gt: a ground-truth folder exists.
         problems: ``(input, message)`` pairs found while reading the folders, ``input`` being ``"renders"``,
             ``"gt"`` or ``"train"``: a metric that needs that input fails with the message, the others still run.
+        source: where the renders were read from when the layout chose among several (a step, an archive).
+        train_origin: where the training views come from (a sentence: folder, count, held-out test views and the
+            split rule); when there are none, why.
+        held_out: images of the training-views folder dropped as held-out test views.
+        background: 8-bit RGB colour that RGBA images are composited onto, recorded by the pipeline that wrote
+            the folder (NerfBaselines' ``info.json``, 3DGS's ``cfg_args``); ``--background`` overrides it.
+        background_origin: where ``background`` was read.
+        round_composites: composites are rounded down to 8 bits, as NerfBaselines' ``evaluate`` does.
+        warnings: doubts found while reading the folders (reported with the unit's results).
     """
 
     method: str
@@ -116,11 +137,28 @@ class Unit:
     cameras: Path | None = None
     has_gt: bool = False
     problems: tuple[tuple[str, str], ...] = field(default=())
+    source: str = ""
+    train_origin: str = ""
+    held_out: int = 0
+    background: tuple[int, int, int] | None = None
+    background_origin: str = ""
+    round_composites: bool = False
+    warnings: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
         """``"<method>/<scene>"``."""
         return f"{self.method}/{self.scene}"
+
+    def sources(self) -> dict[str, Any]:
+        """Where the unit's inputs come from, as stored with its results (``renders``, ``train_views``,
+        ``held_out``, ``background``)."""
+        out: dict[str, Any] = {"train_views": self.train_origin, "held_out": self.held_out}
+        if self.source:
+            out["renders"] = self.source
+        if self.background is not None:
+            out["background"] = {"rgb": list(self.background), "from": self.background_origin}
+        return out
 
     def input_files(self) -> list[Path]:
         """Every file the unit's scores depend on."""
@@ -197,37 +235,6 @@ def _pair(renders: dict[str, Path], gt: dict[str, Path] | None) -> tuple[tuple[V
     return views, tuple(problems)
 
 
-def _nerfbaselines_folder(scene_dir: Path) -> Path | None:
-    if (scene_dir / "color").is_dir():
-        return scene_dir
-    steps = []
-    for d in scene_dir.iterdir() if scene_dir.is_dir() else ():
-        m = _PREDICTIONS_RE.match(d.name)
-        if m and d.is_dir() and (d / "color").is_dir():
-            steps.append((int(m.group(1)), d))
-    return max(steps)[1] if steps else None
-
-
-def _gaussian_splatting_folder(scene_dir: Path) -> Path | None:
-    """``test/ours_<iteration>/`` with ``renders/`` (the highest iteration), as 3DGS's ``render.py`` writes it."""
-    test = scene_dir / "test"
-    steps = []
-    for d in test.iterdir() if test.is_dir() else ():
-        m = _OURS_RE.match(d.name)
-        if m and (d / "renders").is_dir():
-            steps.append((int(m.group(1)), d))
-    return max(steps)[1] if steps else None
-
-
-def _train_views_dir(train_views: Path | None, scene: str) -> Path | None:
-    if train_views is None:
-        return None
-    for candidate in (train_views / scene / "images", train_views / scene, train_views):
-        if candidate.is_dir() and any(p.suffix.lower() in IMAGE_EXTENSIONS for p in candidate.iterdir()):
-            return candidate
-    return None
-
-
 def _split_names(split: str | None) -> str:
     return split if split else "|".join(_NERFSTUDIO_SPLITS)
 
@@ -241,15 +248,16 @@ def _nerfstudio_split(scene_dir: Path, split: str | None) -> str | None:
 
 
 def detect_layout(scene_dir: str | os.PathLike, split: str | None = None) -> str | None:
-    """The layout of one scene folder (``"scenemetrics"``, ``"nerfbaselines"``, ``"nerfstudio"``), or ``None``."""
+    """The layout of one scene folder (``"scenemetrics"``, ``"nerfbaselines"``, ``"nerfstudio"``,
+    ``"gaussian-splatting"``), or ``None``."""
     d = Path(scene_dir)
     if (d / "renders").is_dir():
         return "scenemetrics"
-    if _nerfbaselines_folder(d) is not None:
+    if nerfbaselines_predictions(d).steps or (d / "color").is_dir():
         return "nerfbaselines"
     if _nerfstudio_split(d, split) is not None:
         return "nerfstudio"
-    if _gaussian_splatting_folder(d) is not None:
+    if gaussian_splatting_iterations(d, "test").steps:
         return "gaussian-splatting"
     return None
 
@@ -261,6 +269,68 @@ def _fallback(primary: Path, data: Path | None, scene: str, name: str, *, is_dir
     return None
 
 
+Unpack = Callable[[Path], Path]
+"""``unpack(archive) -> folder holding color/``: how a ``predictions-<step>.tar.gz`` becomes a folder."""
+
+
+def _from_source(folder: Path, how: str, pipeline: str, cfg_args: Mapping[str, Any], num_test: int) -> TrainingViews:
+    """Training views from a source folder (``--train-views``, ``--data``), held-out views dropped where known."""
+    files = list_image_files(folder)
+    kept, dropped, rule = split_views(folder, files, pipeline=pipeline, cfg_args=cfg_args)
+    views = tuple(kept[k] for k in sorted(kept))
+    if not rule:
+        origin = (
+            f"{how} {folder} ({len(files)} images; its train/test split is not known: references identical to a "
+            "test target are reported)"
+        )
+        return TrainingViews(views, origin)
+    origin = f"{how} {folder}: {len(kept)} of {len(files)} images, {len(dropped)} held out ({rule})"
+    warning = ""
+    if rule.startswith("3DGS") and len(dropped) != num_test:
+        warning = (
+            f"{folder}: 3DGS's --eval rule holds out {len(dropped)} of its {len(files)} images, but render.py wrote "
+            f"{num_test} test views: this may not be the image folder the model was trained on (cfg_args "
+            f"source_path {cfg_args.get('source_path')!r}, images {cfg_args.get('images')!r})"
+        )
+    return TrainingViews(views, origin, len(dropped), rule, warning)
+
+
+def _training_views(
+    scene: str,
+    pipeline: str,
+    own: tuple[Path | None, str],
+    explicit: Path | None,
+    data: Path | None,
+    cfg_args: Mapping[str, Any],
+    num_test: int,
+) -> TrainingViews:
+    """The unit's training views: ``--train-views`` first, then the scene folder's own, then ``--data``."""
+    if explicit is not None:
+        folder, tried = candidate_folder(explicit, scene)
+        if folder is None:
+            return TrainingViews(
+                origin=f"--train-views {explicit} holds no images for scene {scene!r} (looked in "
+                f"{', '.join(map(str, tried))})"
+            )
+        return _from_source(folder, "--train-views", pipeline, cfg_args, num_test)
+    own_dir, own_what = own
+    if own_dir is not None and own_dir.is_dir():
+        files = list_image_files(own_dir)
+        return TrainingViews(tuple(files[k] for k in sorted(files)), f"{own_what} {own_dir} ({len(files)} images)")
+    if data is not None and (data / scene / "train").is_dir():
+        return _from_source(data / scene / "train", "--data", pipeline, cfg_args, num_test)
+    where = {
+        "scenemetrics": "no train/ folder in the scene folder",
+        "nerfbaselines": "NerfBaselines predictions hold no training views",
+        "nerfstudio": "no train/gt-rgb/ folder (ns-render dataset --split train+test writes one)",
+        "gaussian-splatting": "no train/ours_<iteration>/gt/ folder (render.py without --skip_train writes one)",
+    }[pipeline]
+    hint = ""
+    if cfg_args.get("source_path"):
+        hint = f"; the model was trained on {cfg_args['source_path']!r} (cfg_args): pass --train-views with it"
+    return TrainingViews(origin=f"none: {where}, and no --train-views DIR or --data DIR/{scene}/train/{hint}")
+
+
 def _read_unit(
     method: str,
     scene: str,
@@ -269,22 +339,47 @@ def _read_unit(
     data: Path | None,
     split: str | None,
     train_views: Path | None = None,
+    *,
+    step: int | None = None,
+    unpack: Unpack | None = None,
 ) -> Unit:
+    problems: list[tuple[str, str]] = []
     mask_dir = None
+    render_dir: Path | None
+    source = ""
+    own: tuple[Path | None, str] = (None, "")
+    cfg_args: dict[str, Any] = {}
+    background: tuple[int, int, int] | None = None
+    background_origin = ""
     if layout == "scenemetrics":
         folder = scene_dir
         render_dir = scene_dir / "renders"
         gt_dir = _fallback(scene_dir / "gt", data, scene, "gt", is_dir=True)
-        train_dir = _fallback(scene_dir / "train", data, scene, "train", is_dir=True)
+        own = (scene_dir / "train", "scene folder")
     elif layout == "nerfbaselines":
-        found = _nerfbaselines_folder(scene_dir)
-        if found is None:
-            raise ValueError(f"{scene_dir} is not a NerfBaselines predictions folder (no color/ folder)")
-        folder = found
-        render_dir = found / "color"
-        gt_dir = _fallback(found / "gt-color", data, scene, "gt", is_dir=True)
-        train_dir = _fallback(scene_dir / "train", data, scene, "train", is_dir=True)
-        mask_dir = found / "mask" if (found / "mask").is_dir() else None
+        found = nerfbaselines_predictions(scene_dir, step)
+        if found.path is None and not found.steps:
+            raise ValueError(
+                f"{scene_dir} is not a NerfBaselines predictions folder (no color/, no predictions-<step>.tar.gz)"
+            )
+        folder, render_dir, gt_dir = scene_dir, None, None
+        if found.path is None:
+            problems.append(("renders", _no_step(scene_dir, "predictions", found)))
+        else:
+            source = found.describe("step") if found.step is not None else ""
+            folder = found.path
+            if found.archive:
+                if unpack is None:
+                    raise ValueError(
+                        f"{found.path} is an archive: pass `unpack` (scenemetrics eval unpacks it into <out>/inputs/)"
+                    )
+                folder = unpack(found.path)
+            render_dir = folder / "color"
+            gt_dir = _fallback(folder / "gt-color", data, scene, "gt", is_dir=True)
+            mask_dir = folder / "mask" if (folder / "mask").is_dir() else None
+            background = nerfbaselines_background(read_nerfbaselines_info(folder), str(folder / "info.json"))
+            background_origin = f"{folder / 'info.json'} background_color" if background is not None else ""
+        own = (scene_dir / "train", "scene folder")
     elif layout == "nerfstudio":
         s = _nerfstudio_split(scene_dir, split)
         if s is None:
@@ -292,28 +387,43 @@ def _read_unit(
         folder = scene_dir
         render_dir = scene_dir / s / "rgb"
         gt_dir = _fallback(scene_dir / s / "gt-rgb", data, scene, "gt", is_dir=True)
-        train_dir = _fallback(scene_dir / "train" / "gt-rgb", data, scene, "train", is_dir=True)
+        own = (scene_dir / "train" / "gt-rgb", "ns-render train split")
     elif layout == "gaussian-splatting":
-        found = _gaussian_splatting_folder(scene_dir)
-        if found is None:
+        found = gaussian_splatting_iterations(scene_dir, "test", step)
+        if found.path is None and not found.steps:
             raise ValueError(f"{scene_dir} has no 3DGS render.py output (test/ours_<iteration>/renders/)")
-        folder = found
-        render_dir = found / "renders"
-        gt_dir = _fallback(found / "gt", data, scene, "gt", is_dir=True)
-        train_dir = _fallback(scene_dir / "train", data, scene, "train", is_dir=True)
+        folder, render_dir, gt_dir = scene_dir, None, None
+        if found.path is None:
+            problems.append(("renders", _no_step(scene_dir / "test", "ours_<iteration>", found)))
+        else:
+            source = found.describe("iteration")
+            folder = found.path
+            render_dir = found.path / "renders"
+            gt_dir = _fallback(found.path / "gt", data, scene, "gt", is_dir=True)
+        train_found = gaussian_splatting_iterations(scene_dir, "train", found.step)
+        if train_found.path is None:
+            train_found = gaussian_splatting_iterations(scene_dir, "train")
+        if train_found.path is not None:
+            own = (train_found.path / "gt", "3DGS render.py, ground truth of the training cameras:")
+        cfg_args = read_cfg_args(scene_dir)
+        if isinstance(cfg_args.get("white_background"), bool):
+            background = (255, 255, 255) if cfg_args["white_background"] else (0, 0, 0)
+            background_origin = f"{scene_dir / 'cfg_args'} white_background={cfg_args['white_background']}"
     else:
         raise ValueError(f"`layout` must be one of {', '.join(LAYOUTS)}; received {layout!r}")
-    problems: list[tuple[str, str]] = []
-    try:
-        renders = list_image_files(render_dir)
-    except ValueError as err:
-        renders, problems = {}, [("renders", str(err))]
+    renders: dict[str, Path] = {}
+    if render_dir is not None:
+        try:
+            renders = list_image_files(render_dir)
+        except ValueError as err:
+            problems.append(("renders", str(err)))
     gt = None
     if gt_dir is not None:
         try:
             gt = list_image_files(gt_dir)
         except ValueError as err:
-            gt, problems = {}, [*problems, ("gt", str(err))]
+            gt = {}
+            problems.append(("gt", str(err)))
     views, pair_problems = _pair(renders, gt)
     if mask_dir is not None:
         try:
@@ -324,28 +434,44 @@ def _read_unit(
         if missing:
             problems.append(("gt", f"{len(missing)} view(s) have no mask in {mask_dir}: {_names(missing)}"))
         views = tuple(View(v.name, v.render, v.gt, masks.get(v.name)) for v in views)
-    if train_dir is None:
-        train_dir = _train_views_dir(train_views, scene)
-    train: tuple[Path, ...] = ()
-    if train_dir is not None:
-        try:
-            train = tuple(p for _, p in sorted(list_image_files(train_dir).items()))
-        except ValueError as err:
-            problems.append(("train", str(err)))
+    try:
+        train = _training_views(scene, layout, own, train_views, data, cfg_args, len(views))
+    except ValueError as err:
+        train = TrainingViews(origin=f"unreadable: {err}")
+        problems.append(("train", str(err)))
     if not views and not problems:
         problems.append(("renders", f"no rendered image in {render_dir}"))
-    cameras = _fallback(scene_dir / "cameras.json", data, scene, "cameras.json", is_dir=False)
+    # 3DGS's train.py writes its own cameras.json (a list of COLMAP cameras) into the model folder: not PRISM's file
+    own_cameras = data / scene / "cameras.json" if layout == "gaussian-splatting" and data is not None else None
+    cameras = (
+        own_cameras
+        if layout == "gaussian-splatting"
+        else _fallback(scene_dir / "cameras.json", data, scene, "cameras.json", is_dir=False)
+    )
+    cameras = cameras if cameras is not None and cameras.is_file() else None
     return Unit(
         method=method,
         scene=scene,
         layout=layout,
         folder=folder,
         views=views,
-        train=train,
+        train=train.files,
         cameras=cameras,
         has_gt=gt_dir is not None,
         problems=tuple(problems) + pair_problems,
+        source=source,
+        train_origin=train.origin,
+        held_out=train.held_out,
+        background=background,
+        background_origin=background_origin,
+        round_composites=layout == "nerfbaselines",
+        warnings=(train.warning,) if train.warning else (),
     )
+
+
+def _no_step(folder: Path, what: str, found: Found) -> str:
+    steps = ", ".join(map(str, found.steps))
+    return f"{folder} has no {what} at step {found.step} (steps found: {steps}); choose one with --step"
 
 
 _OUTPUT_FOLDERS = ("states", "report", "inputs")
@@ -416,19 +542,28 @@ def discover_units(
     scenes: Sequence[str] | None = None,
     exclude: Sequence[str | os.PathLike] = (),
     train_views: str | os.PathLike | None = None,
+    step: int | None = None,
+    unpack: Unpack | None = None,
 ) -> list[Unit]:
     """Every (method, scene) unit under ``root``, sorted by method then scene.
 
     Args:
         root: folder holding one folder per method, each holding one folder per scene.
-        layout: ``"auto"`` (detect per scene folder), ``"scenemetrics"``, ``"nerfbaselines"`` or ``"nerfstudio"``.
+        layout: ``"auto"`` (detect per scene folder), ``"scenemetrics"``, ``"nerfbaselines"``, ``"nerfstudio"`` or
+            ``"gaussian-splatting"``.
         data: optional dataset folder ``<data>/<scene>/{gt,train}/`` (+ ``cameras.json``) used for whatever a
             scene folder lacks (NerfBaselines and ns-render outputs usually hold no training views).
         split: ns-render split folder (default ``test``, else ``val``).
         methods: only these methods (names must exist).
-        train_views: training views for scenes that have none: ``<dir>/<scene>/images/``, ``<dir>/<scene>/`` or
-            ``<dir>`` (e.g. the source dataset of 3DGS models).
+        train_views: the training views of every scene (they win over the scene folder's own):
+            ``<dir>/<scene>/images/``, ``<dir>/<scene>/`` or ``<dir>`` (e.g. the source dataset of 3DGS models);
+            held-out test views are dropped where the dataset's split is known.
         scenes: only these scenes (names must exist in at least one method).
+        step: the training step (NerfBaselines ``predictions-<step>``) or iteration (3DGS ``ours_<iteration>``) to
+            read; ``None``: the highest. A unit without it fails its metrics, naming the steps it has.
+        unpack: ``unpack(archive) -> folder`` for the ``predictions-<step>.tar.gz`` of ``nerfbaselines train``
+            (``scenemetrics eval`` unpacks them safely into ``<out>/inputs/``); without it such a folder is an
+            error.
         exclude: folders that are never a method or a scene, nor scanned (``scenemetrics eval`` passes its output
             folder, which may lie inside ``root``); one that is ``root`` itself, or a method or scene folder with
             something to evaluate, is an error.
@@ -477,19 +612,22 @@ def discover_units(
             kind = detect_layout(scene_dir, split) if layout == "auto" else layout
             if kind is None:
                 warnings.warn(
-                    f"skipped {scene_dir}: no renders/ (scenemetrics), color/ (NerfBaselines), "
-                    f"{_split_names(split)}/rgb/ (ns-render) or test/ours_<iteration>/renders/ (3DGS) folder",
+                    f"skipped {scene_dir}: no renders/ (scenemetrics), color/ or predictions-<step>.tar.gz "
+                    f"(NerfBaselines), {_split_names(split)}/rgb/ (ns-render) or test/ours_<iteration>/renders/ (3DGS)",
                     UserWarning,
                     stacklevel=2,
                 )
                 continue
-            units.append(_read_unit(method, scene_dir.name, scene_dir, kind, data_p, split, train_p))
+            units.append(
+                _read_unit(method, scene_dir.name, scene_dir, kind, data_p, split, train_p, step=step, unpack=unpack)
+            )
     if scenes is not None:
         _select(sorted(all_scenes), scenes, "scene(s)", root_p)
     if not units:
         raise ValueError(
             f"no (method, scene) folder to evaluate under {root_p}: expected <root>/<method>/<scene>/ with renders/ "
-            "(or a NerfBaselines color/ folder, or ns-render <split>/rgb/)"
+            "(or NerfBaselines color/ or predictions-<step>.tar.gz, ns-render <split>/rgb/, 3DGS "
+            "test/ours_<iteration>/)"
         )
     return units
 

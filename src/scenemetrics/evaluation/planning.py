@@ -42,7 +42,9 @@ def _unit_inputs(unit: Unit) -> str:
 
 def _units(config: EvalConfig, out: Path) -> list[Unit]:
     """The ``root`` tree's units, then the NerfBaselines predictions' (one key may come from one source only)."""
-    from scenemetrics.evaluation.predictions import read_predictions
+    import functools
+
+    from scenemetrics.evaluation.predictions import read_predictions, unpack_predictions
 
     if config.root is None and not config.predictions and not config.nerfstudio_configs:
         raise ValueError("nothing to evaluate: give a results tree, NerfBaselines predictions or a nerfstudio run")
@@ -57,6 +59,8 @@ def _units(config: EvalConfig, out: Path) -> list[Unit]:
             scenes=config.scenes,
             exclude=[out],
             train_views=config.train_views,
+            step=config.step,
+            unpack=functools.partial(unpack_predictions, cache=out / "inputs", max_bytes=config.max_archive_bytes),
         )
     extra = []
     if config.predictions:

@@ -3,7 +3,8 @@
 A predictions folder holds ``color/`` (renders), ``gt-color/`` (ground truth, same relative paths), optionally
 ``mask/`` (same relative paths, ``.png``) and ``info.json``, whose method, dataset and scene name the unit
 (``method`` and ``dataset_metadata.{name|id, scene}``, or top-level ``dataset`` / ``scene``); without them the
-unit is named after the path.
+unit is named after the path. Its recorded ``background_color`` composites RGBA images, rounded to 8 bits, as
+NerfBaselines' ``evaluate`` does (:mod:`scenemetrics.evaluation.sources`).
 
 Archives are unpacked once into ``<out>/inputs/<name>-<hash>/`` (the evaluation reads, fingerprints and resumes from
 files, and a ``.tar.gz`` allows no random access). Every member is checked first: an absolute name, a ``..``
@@ -28,7 +29,6 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import tarfile
@@ -38,6 +38,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from scenemetrics.evaluation.layout import Unit, _read_unit
+from scenemetrics.evaluation.sources import read_nerfbaselines_info
 from scenemetrics.fileio import safe_name
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "parse_size",
     "read_predictions",
     "safe_extract",
+    "unpack_predictions",
 ]
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
@@ -292,20 +294,28 @@ def _predictions_root(folder: Path) -> Path:
 
 def _names(root: Path, fallback: str) -> tuple[str, str]:
     """``(method, scene)`` from ``info.json`` (scene as ``<dataset>-<scene>`` when the dataset is known)."""
-    info_path = root / "info.json"
-    if not info_path.is_file():
+    info = read_nerfbaselines_info(root)
+    if not info:
         return "predictions", fallback
-    try:
-        info = json.loads(info_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{info_path}: not valid JSON ({err})") from None
-    if not isinstance(info, dict):
-        raise ValueError(f"{info_path}: expected a JSON object")
     meta = info.get("dataset_metadata") or info.get("render_dataset_metadata") or {}
     method = str(info.get("method") or info.get("method_id") or "predictions")
     dataset = info.get("dataset") or (meta.get("name") or meta.get("id") if isinstance(meta, dict) else None)
     scene = info.get("scene") or (meta.get("scene") if isinstance(meta, dict) else None) or fallback
     return method, f"{dataset}-{scene}" if dataset else str(scene)
+
+
+def unpack_predictions(archive: str | os.PathLike, cache: str | os.PathLike, *, max_bytes: int | None = None) -> Path:
+    """Unpack a predictions archive once into ``cache`` (:func:`safe_extract`; reused while the archive is unchanged)
+    and return the folder holding ``color/``: the :data:`~scenemetrics.evaluation.layout.Unpack` function of
+    ``scenemetrics eval`` for the ``predictions-<step>.tar.gz`` of ``nerfbaselines train``.
+
+    Raises:
+        ValueError: an unsafe or oversized archive, or one that holds no predictions folder.
+    """
+    path = Path(archive)
+    digest = hashlib.sha256(f"{path.resolve()}\0{path.stat().st_size}\0{path.stat().st_mtime_ns}".encode())
+    dest = Path(cache) / safe_name(f"{_archive_stem(path)}-{digest.hexdigest()[:10]}")
+    return _predictions_root(safe_extract(path, dest, max_bytes=max_bytes))
 
 
 def read_predictions(
@@ -339,15 +349,12 @@ def read_predictions(
         if not path.exists():
             raise FileNotFoundError(f"predictions {path}: no such file or folder")
         if _is_archive(path):
-            digest = hashlib.sha256(f"{path.resolve()}\0{path.stat().st_size}\0{path.stat().st_mtime_ns}".encode())
-            dest = Path(cache) / safe_name(f"{_archive_stem(path)}-{digest.hexdigest()[:10]}")
-            folder = safe_extract(path, dest, max_bytes=max_archive_bytes)
+            root = unpack_predictions(path, cache, max_bytes=max_archive_bytes)
             fallback = _archive_stem(path)
         elif path.is_dir():
-            folder, fallback = path, path.name
+            root, fallback = _predictions_root(path), path.name
         else:
             raise ValueError(f"predictions {path}: expected a folder or a {', '.join(ARCHIVE_SUFFIXES)} archive")
-        root = _predictions_root(folder)
         method, scene = _names(root, fallback)
         unit = _read_unit(method, scene, root, "nerfbaselines", data_p, None, train_p)
         if unit.key in seen:

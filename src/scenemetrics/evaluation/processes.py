@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from scenemetrics.evaluation.config import EvalConfig
 
-__all__ = ["FabricProcesses", "LocalProcess", "make_fabric"]
+__all__ = ["FabricProcesses", "LocalProcess", "make_fabric", "wants_processes"]
 
 
 class LocalProcess:
@@ -66,9 +66,24 @@ class FabricProcesses:
             self.fabric.barrier()
 
 
-def _wants_processes(config: EvalConfig) -> bool:
+_LAUNCHER_SIZES = ("WORLD_SIZE", "SLURM_NTASKS")
+"""Environment variables through which a launcher (torchrun, SLURM) says how many processes it started."""
+
+
+def wants_processes(config: EvalConfig) -> bool:
+    """Whether the run needs Lightning Fabric: several devices, nodes or a strategy asked for, or a launcher that
+    started several processes. A single process runs without it (and never imports Lightning: its import, which
+    imports all of torchmetrics' domains, costs seconds).
+
+    Example:
+        >>> from scenemetrics.evaluation.config import EvalConfig
+        >>> wants_processes(EvalConfig(root="r", out="o")), wants_processes(EvalConfig(root="r", out="o", devices=2))
+        (False, True)
+    """
     devices = str(config.devices).strip().lower()
-    return not (devices in ("1", "auto") and config.num_nodes == 1 and config.strategy in ("auto", "single_device"))
+    single = devices in ("1", "auto") and config.num_nodes == 1 and config.strategy in ("auto", "single_device")
+    launched = any(os.environ.get(k, "1").strip() not in ("", "0", "1") for k in _LAUNCHER_SIZES)
+    return not single or launched
 
 
 def _accelerator(config: EvalConfig) -> tuple[str, Any]:
@@ -93,7 +108,7 @@ def make_fabric(config: EvalConfig) -> Any:
     try:
         from lightning.fabric import Fabric
     except ImportError as err:
-        if _wants_processes(config):
+        if wants_processes(config):
             raise ImportError(
                 "running on several devices or nodes (--devices/--num-nodes/--strategy) needs Lightning Fabric: "
                 'pip install "scenemetrics[lightning]"'

@@ -108,8 +108,8 @@ def atomic_torch_save(obj: Any, path: Path) -> None:
 def latest_cells(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, dict]]:
     """``(method, scene) -> metric -> cell`` of the newest record holding that metric (records in file order).
 
-    Each cell is the record's metric entry plus the record's ``run``, ``inputs``, ``states``, ``thumbs`` and
-    ``panels``.
+    Each cell is the record's metric entry plus the record's ``run``, ``inputs``, ``states``, ``thumbs``, ``panels``,
+    ``objects`` and ``sources``.
     """
     cells: dict[tuple[str, str], dict[str, dict]] = {}
     for rec in records:
@@ -122,6 +122,7 @@ def latest_cells(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], 
             merged["thumbs"] = (rec.get("thumbs") or {}).get(name, [])
             merged["panels"] = (rec.get("panels") or {}).get(name, [])
             merged["objects"] = (rec.get("objects") or {}).get(name)
+            merged["sources"] = rec.get("sources")
             cells.setdefault(key, {})[name] = merged
     return cells
 
@@ -187,6 +188,7 @@ def commit_unit(out: Path, payload: Mapping[str, Any], plan: Plan, rank: int) ->
         "panels": panels,
         "objects": payload["objects"],
         "warnings": payload["warnings"],
+        "sources": payload.get("sources", {}),
     }
     append_record(out / RESULTS_FILE, record)
     return record

@@ -143,6 +143,7 @@ def finalize(config: EvalConfig, plan: Any, metrics: Any, summary: EvalSummary) 
             cell = unit_cells.get(name)
             if cell is not None and cell.get("status") == "ok":
                 values.update(cell.get("values", {}))
+        sources = next((c["sources"] for c in unit_cells.values() if c.get("sources")), None)
         rows.append(
             {
                 "method": unit.method,
@@ -151,6 +152,7 @@ def finalize(config: EvalConfig, plan: Any, metrics: Any, summary: EvalSummary) 
                 "views": len(unit.views),
                 "values": values,
                 "cells": unit_cells,
+                "sources": sources if sources is not None else unit.sources(),
             }
         )
     columns = _columns(plan.entries, rows)
@@ -246,6 +248,7 @@ def finalize(config: EvalConfig, plan: Any, metrics: Any, summary: EvalSummary) 
         "root": os.fspath(Path(config.root).resolve()) if config.root is not None else None,
         "predictions": [os.fspath(Path(p).resolve()) for p in config.predictions],
         "random_weights": bool(config.random_weights),
+        "protocol": config.protocol,
         "metrics": metric_info,
         "unavailable": dict(plan.unavailable),
         "columns": columns,
@@ -257,6 +260,7 @@ def finalize(config: EvalConfig, plan: Any, metrics: Any, summary: EvalSummary) 
                 "folder": unit_folder(r["method"], r["scene"]),
                 "layout": r["layout"],
                 "views": r["views"],
+                "sources": r["sources"],
                 "values": r["values"],
                 "status": {n: c.get("status") for n, c in r["cells"].items()},
                 "per_view": {n: c["per_view"] for n, c in r["cells"].items() if c.get("per_view")},

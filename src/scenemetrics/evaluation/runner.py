@@ -47,10 +47,16 @@ from typing import Any
 from scenemetrics.evaluation.config import EvalConfig, EvalSummary
 from scenemetrics.evaluation.layout import Unit, check_output_folder
 from scenemetrics.evaluation.planning import Plan, make_plan
-from scenemetrics.evaluation.processes import FabricProcesses, LocalProcess, make_fabric
+from scenemetrics.evaluation.processes import FabricProcesses, LocalProcess, make_fabric, wants_processes
 from scenemetrics.evaluation.records import commit_unit
 from scenemetrics.evaluation.unit import UnitMetrics, error_text, evaluate_unit_safely, print_line
-from scenemetrics.registry import MetricAdapter, check_metric_options, load_plugins, resolve_metrics
+from scenemetrics.registry import (
+    MetricAdapter,
+    apply_protocol,
+    check_metric_options,
+    load_plugins,
+    resolve_metrics,
+)
 
 __all__ = ["run_evaluation"]
 
@@ -62,9 +68,10 @@ own; a killed run's leftovers are removed by the next run, under the output lock
 def run_evaluation(config: EvalConfig) -> EvalSummary | None:
     """Evaluate every unit under ``config.root`` with ``config.metrics`` and write tables and a report.
 
-    Runs on one process without Lightning when a single device is asked for and Lightning is missing; otherwise
-    through a Lightning Fabric launched with ``config.devices``/``num_nodes``/``strategy`` (``ddp`` re-runs the
-    command line in the other processes, as Lightning does).
+    Runs on one plain process (Lightning not even imported) when a single device is asked for and no launcher
+    (torchrun, SLURM) started several processes; otherwise through a Lightning Fabric launched with
+    ``config.devices``/``num_nodes``/``strategy`` (``ddp`` re-runs the command line in the other processes, as
+    Lightning does).
 
     Returns:
         The :class:`EvalSummary` on rank 0 (``None`` on the other ranks).
@@ -73,7 +80,7 @@ def run_evaluation(config: EvalConfig) -> EvalSummary | None:
         ValueError: an unknown metric or option, no available metric, nothing to evaluate, or a bad ``--device``.
         ImportError: several processes without ``lightning`` (naming ``pip install "scenemetrics[lightning]"``).
     """
-    fabric = make_fabric(config)
+    fabric = make_fabric(config) if wants_processes(config) else None
     if fabric is None:
         from scenemetrics.devices import resolve_device
 
@@ -121,8 +128,10 @@ def _worker(dist: Any, config: EvalConfig) -> EvalSummary | None:
         pending = [u for u in plan.units if plan.todo[u.key]]
         if config.dry_run:
             if rank0:
-                _print_plan(plan)
+                _print_plan(plan, entries)
             return EvalSummary(out=Path(config.out), unavailable=dict(unavailable)) if rank0 else None
+        if rank0 and not config.quiet:
+            _print_training_views(pending, plan, entries)
         summary = EvalSummary(
             out=Path(config.out), skipped_done=len(plan.units) - len(pending), unavailable=dict(unavailable)
         )
@@ -153,6 +162,8 @@ def _checked(config: EvalConfig) -> tuple[EvalConfig, list[MetricAdapter], dict[
     """
     load_plugins(config.plugins)
     config = dataclasses.replace(config, options=check_metric_options(config.options))
+    if config.protocol is not None:
+        config = dataclasses.replace(config, metrics=apply_protocol(config.protocol, config.metrics, config.options))
     entries, unavailable = resolve_metrics(config.metrics, config.options, config.random_weights)
     if config.background not in (None, "white", "black"):
         raise ValueError(f"`background` must be 'white', 'black' or None; received {config.background!r}")
@@ -203,10 +214,24 @@ def _plan(
     return _share(dist, plan, failure)
 
 
-def _print_plan(plan: Plan) -> None:
+def _uses_training_views(unit: Unit, plan: Plan, entries: Sequence[MetricAdapter]) -> bool:
+    by_name = {e.name: e for e in entries}
+    return any("train" in by_name[name].inputs for name in plan.todo[unit.key])
+
+
+def _print_plan(plan: Plan, entries: Sequence[MetricAdapter]) -> None:
     for u in plan.units:
         what = ", ".join(plan.todo[u.key]) or "(done)"
         print(f"{u.key} [{u.layout}, {len(u.views)} views]: {what}")
+        if _uses_training_views(u, plan, entries):
+            print(f"  training views: {u.train_origin}")
+
+
+def _print_training_views(units: Sequence[Unit], plan: Plan, entries: Sequence[MetricAdapter]) -> None:
+    """Where each unit's training views (the references) come from, one line per unit that uses them."""
+    for u in units:
+        if _uses_training_views(u, plan, entries):
+            print_line(f"{u.key}: training views: {u.train_origin}")
 
 
 @dataclasses.dataclass

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from scenemetrics.evaluation.config import EvalConfig
 
 __all__ = [
+    "Compositing",
     "UnitMetrics",
     "compute_metrics",
     "draw_panels",
@@ -128,14 +129,61 @@ def _load_mask(path: Path, shape: Any) -> Any:
     return mask
 
 
-def _load_image(path: Path, background: str | None, notes: list[str]) -> Any:
-    """The image as ``(3, H, W)`` float in [0, 1] through the one reader (:func:`scenemetrics.image.read_image`)."""
+_FLAG_BACKGROUNDS = {"white": (255, 255, 255), "black": (0, 0, 0)}
+
+
+@dataclass(frozen=True)
+class Compositing:
+    """How a unit's RGBA images become RGB.
+
+    Attributes:
+        color: the background as float32 values in [0, 1] (``None``: the alpha channel is dropped, with a warning).
+        round_8bit: round each composite down to 8 bits, as NerfBaselines' ``evaluate`` does before every metric.
+        origin: where the colour comes from (``--background``, ``info.json``, ``cfg_args``).
+    """
+
+    color: tuple[float, float, float] | None = None
+    round_8bit: bool = False
+    origin: str = ""
+
+    @classmethod
+    def of(cls, unit: Unit, flag: str | None) -> Compositing:
+        """``--background`` when given, else the background the unit's pipeline recorded, else none."""
+        import numpy as np
+
+        if flag is not None:
+            rgb, origin = _FLAG_BACKGROUNDS[flag], f"--background {flag}"
+        elif unit.background is not None:
+            rgb, origin = unit.background, unit.background_origin
+        else:
+            return cls()
+        # 8-bit colour / 255 in float32, as NerfBaselines converts its uint8 background
+        color = tuple(float(np.float32(c) / np.float32(255)) for c in rgb)
+        return cls((color[0], color[1], color[2]), unit.round_composites, origin)
+
+
+def _load_image(path: Path, look: Compositing, notes: list[str]) -> Any:
+    """The image as ``(3, H, W)`` float in [0, 1] on the CPU through the one reader
+    (:func:`scenemetrics.image.read_image_with_alpha`), composited as ``look`` says."""
+    import torch
+
     from scenemetrics.image import read_image_with_alpha
 
-    image, has_alpha = read_image_with_alpha(path, background=background)
-    if has_alpha and background is None and "alpha" not in notes:
+    image, has_alpha = read_image_with_alpha(path, background=look.color)
+    if has_alpha and look.color is None and "alpha" not in notes:
         notes.append("alpha")
+    if has_alpha and look.color is not None and look.round_8bit:
+        # NerfBaselines' image_to_srgb: float32 composite, truncated to uint8, then / 255 in float32
+        image = (image * 255.0).clamp_(0, 255).to(torch.uint8).to(torch.float32) / 255.0
     return image
+
+
+def _digest(image: Any) -> tuple[tuple[int, ...], str]:
+    """Shape and hash of an image's pixels (for finding references identical to a test target)."""
+    import hashlib
+
+    data = image.detach().to("cpu").contiguous().numpy().tobytes()
+    return tuple(image.shape), hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def _thumbnail(
@@ -197,7 +245,7 @@ def _missing_input(entry: MetricAdapter, unit: Unit) -> tuple[str, str] | None:
         if train_problems:
             return "error", "; ".join(train_problems)
         if not unit.train:
-            return "skipped", "no training views (train/ folder) to use as references"
+            return "skipped", f"no training views to use as references ({unit.train_origin or 'none found'})"
     if "cameras" in entry.inputs and unit.cameras is None:
         return "skipped", f"no cameras.json ({entry.name} needs the source view of each render)"
     return None
@@ -241,6 +289,9 @@ class UnitRun:
         timings: seconds spent per metric.
         notes: facts about the inputs met while loading (``"alpha"``: an alpha channel was dropped).
         capture: the warnings raised while calling each metric.
+        look: how RGBA images are composited.
+        references: shape and pixel hash of each training view -> its file (while references are in use).
+        leaks: ``(training view, test view)`` pairs whose pixels are identical.
     """
 
     unit: Unit
@@ -256,6 +307,9 @@ class UnitRun:
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     capture: _Capture = field(default_factory=lambda: _Capture())
+    look: Compositing = field(default_factory=Compositing)
+    references: dict[tuple[tuple[int, ...], str], Path] = field(default_factory=dict)
+    leaks: list[tuple[Path, str]] = field(default_factory=list)
 
     def fail(self, name: str, err: BaseException | str) -> None:
         """Record ``err`` as the metric's result and stop feeding it."""
@@ -326,7 +380,11 @@ def give_references(run: UnitRun, config: EvalConfig, device: Any) -> None:
     if not ref_metrics:
         return
     try:
-        refs = [_load_image(p, config.background, run.notes).to(device) for p in run.unit.train]
+        refs = []
+        for p in run.unit.train:
+            ref = _load_image(p, run.look, run.notes)
+            run.references.setdefault(_digest(ref), p)
+            refs.append(ref.to(device))
     except Exception as err:
         for n in ref_metrics:
             run.fail(n, err)
@@ -352,15 +410,20 @@ def load_view(
     import torch
 
     needs_gt = any("gt" in run.adapters[n].inputs for n in run.active)
-    render = _load_image(view.render, config.background, run.notes).to(device)
+    render = _load_image(view.render, run.look, run.notes).to(device)
     target = None
-    if needs_gt and view.gt is not None:
-        target = _load_image(view.gt, config.background, run.notes).to(device)
+    if (needs_gt or run.references) and view.gt is not None:
+        target = _load_image(view.gt, run.look, run.notes)
+        if run.references:  # a training view identical to this test target leaks the held-out view
+            leak = run.references.get(_digest(target))
+            if leak is not None:
+                run.leaks.append((leak, view.name))
+        target = target.to(device) if needs_gt else None
     source = pose = view_cameras = None
     if view.name in cameras:
         cam = cameras[view.name]
         if cam.source not in sources:
-            sources[cam.source] = _load_image(cam.source, config.background, run.notes).to(device)
+            sources[cam.source] = _load_image(cam.source, run.look, run.notes).to(device)
         source = sources[cam.source][None]
         if cam.pose is not None:
             pose = torch.tensor([cam.pose], dtype=torch.float32).to(device)
@@ -502,6 +565,14 @@ def _payload(run: UnitRun, seconds: float) -> dict[str, Any]:
         run.capture.messages.append(
             "images have an alpha channel that was dropped (pass --background white|black to composite them)"
         )
+    if run.leaks:
+        pairs = ", ".join(f"{ref.name} = test view {view}" for ref, view in run.leaks[:3])
+        more = f" and {len(run.leaks) - 3} more" if len(run.leaks) > 3 else ""
+        run.capture.messages.append(
+            f"{len(run.leaks)} training view(s) are pixel-identical to test ground truth ({pairs}{more}): the "
+            "references include held-out test views; pass --train-views with the training images only"
+        )
+    run.capture.messages.extend(m for m in unit.warnings if m not in run.capture.messages)
     for name, cell in run.cells.items():
         if name in run.timings:
             cell["seconds"] = round(run.timings[name], 4)
@@ -518,7 +589,19 @@ def _payload(run: UnitRun, seconds: float) -> dict[str, Any]:
         "objects": {k: v for k, v in run.objects.items() if k in ok},
         "warnings": run.capture.messages,
         "seconds": round(seconds, 4),
+        "sources": _sources(unit, run.look),
     }
+
+
+def _sources(unit: Unit, look: Compositing) -> dict[str, Any]:
+    """Where the unit's inputs came from (stored with its record): the unit's, and the background actually used."""
+    out = unit.sources()
+    out.pop("background", None)
+    if look.color is not None:
+        out["background"] = {"rgb": [round(c * 255) for c in look.color], "from": look.origin}
+        if look.round_8bit:
+            out["background"]["rounded_to_8_bits"] = True
+    return out
 
 
 def evaluate_unit(
@@ -530,7 +613,7 @@ def evaluate_unit(
     from tqdm.auto import tqdm
 
     t_start = time.perf_counter()
-    run = UnitRun(unit, {a.name: a for a in adapters})
+    run = UnitRun(unit, {a.name: a for a in adapters}, look=Compositing.of(unit, config.background))
     start_metrics(run, metrics)
     cameras = load_cameras(run)
     sources: dict[Path, Any] = {}
@@ -572,4 +655,5 @@ def evaluate_unit_safely(
             "objects": {},
             "warnings": [],
             "seconds": 0.0,
+            "sources": unit.sources(),
         }

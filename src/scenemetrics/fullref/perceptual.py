@@ -143,6 +143,9 @@ class LPIPSNetwork(nn.Module):
         self.register_buffer("scale", torch.tensor(_SCALE).view(1, 3, 1, 1), persistent=False)
         for i, w in enumerate(linear):
             self.register_buffer(f"linear{i}", w.reshape(1, -1, 1, 1).float(), persistent=False)
+        # channels-last ("NHWC") tensors: CPU max pooling is an order of magnitude faster on them than on NCHW
+        # tensors and the convolutions a little, the same LPIPS to float32 rounding (``to(device)`` keeps the format)
+        self.to(memory_format=torch.channels_last)
         self.eval()
         self.requires_grad_(False)
 
@@ -162,7 +165,7 @@ class LPIPSNetwork(nn.Module):
         x = torch.cat((preds, target))
         if rescale:
             x = 2 * x - 1
-        x = (x - self.shift) / self.scale
+        x = ((x - self.shift) / self.scale).contiguous(memory_format=torch.channels_last)
         n = preds.shape[0]
         out = []
         for i, layer in enumerate(self.slices):
