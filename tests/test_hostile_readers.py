@@ -80,6 +80,7 @@ def test_pcd_declaring_more_points_than_the_file_holds(tmp_path, mode):
     assert str(path) in message and "50000000000 points" in message
 
 
+@pytest.mark.extra("openlex3d")
 def test_binary_compressed_pcd_bound_by_lzf(tmp_path):
     """A body declaring 1 GiB of points in 16 compressed bytes is refused before any decompression buffer exists."""
     n = (1 << 30) // 12

@@ -31,12 +31,15 @@ def resources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 def test_every_public_metric_class_has_a_case():
-    public = public_metric_classes()
+    unreachable: list[str] = []
+    public = public_metric_classes(unreachable)
     covered = {f"{c.cls.__module__}.{c.cls.__qualname__}" for c in CASES.values()}
     missing = sorted(set(public) - covered)
     assert not missing, f"public Metric classes without a contract case (add them to tests/helpers): {missing}"
     assert covered <= set(public), f"cases for classes that are not public: {sorted(covered - set(public))}"
     assert len(public) >= 8  # the walk reached the rooms' lazy exports
+    # names whose extra is missing here (nerfstudio's callback module in the README's environment) are not walked;
+    # public_metric_classes raises for any other import error, and CI's full set (nerfstudio installed) walks them
 
 
 @pytest.mark.parametrize("check", list(CHECKS))

@@ -125,10 +125,6 @@ def test_flags_follow_the_families() -> None:
     flags = {f.name: f for f in option_flags()}
     assert flags["prism_model"].metrics == ("prism", "prism_mmd") and flags["prism_anchors"].metrics == ("prism_mmd",)
     assert get_metric("prism_mmd").flag("center_crop") == "--prism-center-crop"
-    assert get_metric("prism_mmd").unavailable_reason({}) == (
-        "needs --prism-anchors (anchor embeddings of ground-truth triplets, from `scenemetrics prism embed ... "
-        "--anchors-out FILE`)"
-    )
     # the keys every built-in metric declares, in one list per metric
     declared = {name: get_metric(name).option_keys for name in ("psnr", "ssim", "lpips", "osim")}
     assert declared == {
@@ -137,3 +133,11 @@ def test_flags_follow_the_families() -> None:
         "lpips": ("net", "weights"),
         "osim": ("detector", "weights", "conf", "nms", "layer", "saliency"),
     }
+
+
+@pytest.mark.extra("prism")  # without diffusers the reason is the missing extra (checked first)
+def test_prism_mmd_without_anchors_names_the_flag() -> None:
+    assert get_metric("prism_mmd").unavailable_reason({}) == (
+        "needs --prism-anchors (anchor embeddings of ground-truth triplets, from `scenemetrics prism embed ... "
+        "--anchors-out FILE`)"
+    )

@@ -282,6 +282,7 @@ def test_without_lightning(tree, tmp_path, monkeypatch, capsys):
     assert 'pip install "scenemetrics[lightning]"' in capsys.readouterr().err
 
 
+@pytest.mark.extra("lightning")
 def test_multi_process_from_inside_python_is_refused(tree, tmp_path, capsys):
     assert _eval(tree, tmp_path / "out", "--devices", "2", "--strategy", "ddp", metrics="psnr") == 1
     assert "re-running this program's command line" in capsys.readouterr().err

@@ -41,11 +41,13 @@ PUBLIC_PACKAGE = "scenemetrics"
 # ---------------------------------------------------------------------------------------------- discovery
 
 
-def public_metric_classes() -> dict[str, type[Metric]]:
+def public_metric_classes(unreachable: list[str] | None = None) -> dict[str, type[Metric]]:
     """Every ``torchmetrics.Metric`` subclass reachable through a public name of ``scenemetrics``.
 
     Walks the package's ``__all__`` (lazy names included), and the ``__all__`` of every public scenemetrics module
-    reached that way, recursively. Returns ``qualified class name -> class``.
+    reached that way, recursively. Returns ``qualified class name -> class``. A name whose import fails because an
+    optional extra is not installed (scenemetrics' ``ImportError`` naming ``pip install "scenemetrics[X]"``, for an X
+    that is indeed missing) is left out and listed in ``unreachable``; any other import error is raised.
     """
     import importlib
     import types
@@ -61,7 +63,15 @@ def public_metric_classes() -> dict[str, type[Metric]]:
         for name in getattr(module, "__all__", ()):
             if name.startswith("_"):
                 continue
-            value = getattr(module, name)
+            try:
+                value = getattr(module, name)
+            except ImportError as err:
+                extra = extras.missing_extra_of(err)
+                if extra is None:
+                    raise
+                if unreachable is not None:
+                    unreachable.append(f"{module.__name__}.{name} (needs [{extra}])")
+                continue
             if isinstance(value, types.ModuleType):
                 if value.__name__.startswith(PUBLIC_PACKAGE + ".") or value.__name__ == PUBLIC_PACKAGE:
                     todo.append(value)
@@ -76,7 +86,6 @@ def public_metric_classes() -> dict[str, type[Metric]]:
 def build_resources(root: str | os.PathLike) -> dict[str, str]:
     """Random-weight checkpoints in the official layouts, written once under ``root`` (paths as strings)."""
     from scenemetrics.osim.random import random_checkpoint as yolox_checkpoint
-    from scenemetrics.prism.random import random_checkpoint as zero123_checkpoint
     from scenemetrics.puzzlesim import random_checkpoint as squeezenet_checkpoint
 
     root = Path(root)
@@ -85,8 +94,11 @@ def build_resources(root: str | os.PathLike) -> dict[str, str]:
         "alexnet": str(squeezenet_checkpoint("alexnet", root / "alexnet.pth", include_classifier=False)),
         "vgg16": str(squeezenet_checkpoint("vgg16", root / "vgg16.pth", include_classifier=False)),
         "yolox_nano": str(yolox_checkpoint("yolox_nano", root / "yolox_nano.pth", seed=0)),
-        "zero123": str(zero123_checkpoint(root / "zero123")),
     }
+    if not extras.missing("prism"):  # a diffusers-format folder
+        from scenemetrics.prism.random import random_checkpoint as zero123_checkpoint
+
+        resources["zero123"] = str(zero123_checkpoint(root / "zero123"))
     if not extras.missing("baselines"):
         from scenemetrics.baselines import random_clip_folder, random_dinov2_folder
 
@@ -350,8 +362,9 @@ def cases() -> list[Case]:
     return [
         Case(sm.PuzzleSim, _puzzlesim, _puzzlesim_batches, image_args=(0,)),
         Case(sm.OSIM, _osim, _osim_batches, image_args=(0, 1), slow=True),
-        Case(sm.PRISMDistance, _prism_distance, _prism_distance_batches, image_args=(0, 1, 2), atol=1e-5, slow=True),
-        Case(sm.PRISMMMD, _prism_mmd, _prism_mmd_batches, image_args=(0, 1), atol=1e-5, slow=True),
+        Case(sm.PRISMDistance, _prism_distance, _prism_distance_batches, image_args=(0, 1, 2), atol=1e-5, slow=True,
+             extras=("prism",)),
+        Case(sm.PRISMMMD, _prism_mmd, _prism_mmd_batches, image_args=(0, 1), atol=1e-5, slow=True, extras=("prism",)),
         Case(sm.WireframeMetrics, _wireframe, _wireframe_batches, error_names=("pred", "gt"), atol=1e-12),
         Case(sm.OpenLex3DTopN, _ol3_topn, _ol3_seg_batches, atol=1e-12),
         Case(sm.OpenLex3DSetRanking, _ol3_ranking, _ol3_seg_batches, atol=1e-12),

@@ -44,7 +44,7 @@ def test_pad_symmetric_matches_numpy(h, w):
         (np.zeros((1, 1, 32, 32)), "must be a torch.Tensor"),
     ],
 )
-@pytest.mark.parametrize("backend", ["opencv", "lama"])
+@pytest.mark.parametrize("backend", [pytest.param("opencv", marks=pytest.mark.extra("inpaint")), "lama"])
 def test_inpainters_reject_bad_masks(mask, match, backend, tmp_path, lama_script):
     lama = "lama" if backend == "opencv" else LaMaInpainter(weights_path=lama_script(tmp_path, 0), trust_file=True)
     inpainter = OpenCVInpainter() if backend == "opencv" else lama
@@ -52,9 +52,14 @@ def test_inpainters_reject_bad_masks(mask, match, backend, tmp_path, lama_script
         inpainter(torch.rand(1, 3, 32, 32), mask)
 
 
-def test_inpainters_reject_bad_images(tmp_path, lama_script):
+@pytest.mark.parametrize("backend", [pytest.param("opencv", marks=pytest.mark.extra("inpaint")), "lama"])
+def test_inpainters_reject_bad_images(backend, tmp_path, lama_script):
     mask = torch.zeros(1, 1, 8, 8)
-    for inpainter in (OpenCVInpainter(), LaMaInpainter(weights_path=lama_script(tmp_path, 0), trust_file=True)):
+    if backend == "opencv":
+        inpainters = [OpenCVInpainter()]
+    else:
+        inpainters = [LaMaInpainter(weights_path=lama_script(tmp_path, 0), trust_file=True)]
+    for inpainter in inpainters:
         with pytest.raises(ValueError, match=r"`image` must be float in \[0, 1\]"):
             inpainter(torch.rand(1, 3, 8, 8) + 1.5, mask)
         with pytest.raises(ValueError, match="`image` must have 3"):
@@ -74,6 +79,7 @@ def test_mask_layouts_accepted():
 
 
 # ------------------------------------------------------------------------------------------------ OpenCV
+@pytest.mark.extra("inpaint")
 @pytest.mark.parametrize("method", ["telea", "ns"])
 def test_opencv_fills_a_hole_in_a_flat_image(method):
     image = torch.full((2, 3, 24, 24), 0.4)
@@ -89,6 +95,7 @@ def test_opencv_fills_a_hole_in_a_flat_image(method):
     assert torch.equal(out[..., :8, :], (image[..., :8, :] * 255).round() / 255)
 
 
+@pytest.mark.extra("inpaint")
 def test_opencv_mask_threshold_is_one_half():
     image = torch.full((1, 3, 16, 16), 0.8)
     image[..., 5:9, 5:9] = 0.0

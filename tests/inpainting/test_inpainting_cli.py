@@ -32,6 +32,7 @@ def _png(path) -> np.ndarray:
     return np.asarray(Image.open(path).convert("RGB"))
 
 
+@pytest.mark.extra("inpaint")
 def test_cli_opencv_writes_result_mask_panel_and_json(folders, squeeze_weights, tmp_path, capsys):
     refs, image_path = folders
     out = tmp_path / "out"
@@ -144,6 +145,7 @@ def test_cli_help_lists_the_subcommand(capsys):
         assert flag in text
 
 
+@pytest.mark.extra("inpaint")
 def test_cli_progress_on_stderr(folders, squeeze_weights, tmp_path, capsys, monkeypatch):
     refs, image_path = folders
     args = ["inpaint", "--refs", str(refs), "--image", str(image_path), "--out", str(tmp_path / "o")]
@@ -158,6 +160,7 @@ def test_cli_progress_on_stderr(folders, squeeze_weights, tmp_path, capsys, monk
     assert "puzzle_inpaint" in capsys.readouterr().err
 
 
+@pytest.mark.extra("inpaint")
 def test_cli_refs_reads_only_png_jpg_jpeg(folders, squeeze_weights, tmp_path, capsys):
     # spec 7: `--refs` is every *.png|*.jpg|*.jpeg in DIR; a .bmp / .webp / .tif view there is not a reference
     refs, image_path = folders

@@ -115,6 +115,7 @@ def test_candidate_thresholds_follow_the_rules(values, tau, alpha, n, k):
 
 
 # ------------------------------------------------------------------------------------------------ localisation
+@pytest.mark.extra("inpaint")
 @pytest.mark.parametrize("seed", [0, 1])
 def test_handmade_extractor_mask_finds_the_noise_square(seed, planted, local_stats, naive):
     refs, image, art, clean = planted(seed)
@@ -133,6 +134,7 @@ def test_handmade_extractor_mask_finds_the_noise_square(seed, planted, local_sta
     assert (result.image - clean).abs()[:, art].mean() < 0.5 * (image - clean).abs()[:, art].mean()
 
 
+@pytest.mark.extra("inpaint")
 @pytest.mark.parametrize("seed", [0, 3])
 def test_random_squeezenet_shallow_layers_find_the_noise_square(seed, planted, squeeze_weights):
     # random weights are uncalibrated; at the shallow layers 0-1 (stride 2, 4) planted noise still stands out
@@ -150,6 +152,7 @@ def test_random_squeezenet_shallow_layers_find_the_noise_square(seed, planted, s
     assert torch.allclose(again[1], result.map_after, atol=1e-5)
 
 
+@pytest.mark.extra("inpaint")
 def test_default_squeezenet_guarantees_with_a_memory_bank(planted, squeeze_weights):
     refs, image, _, _ = planted(2)
     memory = PuzzleSimMemory(refs, weights_path=squeeze_weights)
@@ -167,6 +170,7 @@ def test_default_squeezenet_guarantees_with_a_memory_bank(planted, squeeze_weigh
 
 
 # ------------------------------------------------------------------------------------------------ the rules
+@pytest.mark.extra("inpaint")
 @pytest.mark.parametrize("alpha", [0.25, 2.0])
 def test_rounds_follow_eq7_refinement_and_fallback(alpha, planted, local_stats, naive):
     refs, image, _, _ = planted(7)  # a case whose rounds visit initial, fallback and refine, with a refine accepted
@@ -203,6 +207,7 @@ def test_rounds_follow_eq7_refinement_and_fallback(alpha, planted, local_stats, 
     assert any(e["accepted"] and e["sampling"] == "refine" for e in result.history)
 
 
+@pytest.mark.extra("inpaint")
 def test_stop_rule_no_positive_delta_returns_the_input(planted, local_stats):
     refs, image, _, _ = planted(0)
     result = puzzle_inpaint(
@@ -260,6 +265,7 @@ def test_an_oracle_fill_is_accepted_whatever_the_map_range(backbone, seed, plant
     assert (full.image - clean).abs()[:, art].mean() < 0.1 * (image - clean).abs()[:, art].mean()
 
 
+@pytest.mark.extra("inpaint")
 def test_decisions_do_not_depend_on_the_scale_of_the_map(planted, local_stats):
     # a layer weight of 2^-6 scales every map exactly by 2^-6: the same masks win and the deltas are identical
     refs, image, _, _ = planted(0)
@@ -276,6 +282,7 @@ def test_decisions_do_not_depend_on_the_scale_of_the_map(planted, local_stats):
         assert a["thresholds"] == [t * 2.0**-6 for t in b["thresholds"]]
 
 
+@pytest.mark.extra("inpaint")
 def test_max_iters_bounds_the_rounds(planted, local_stats):
     refs, image, _, _ = planted(0)
     result = puzzle_inpaint(image, refs, OpenCVInpainter(), backbone=local_stats, **CUSTOM, max_iters=1, progress=False)
@@ -294,6 +301,7 @@ def test_flat_map_image_equal_to_a_reference(planted, squeeze_weights):
     assert result.quality_before == result.quality_after == pytest.approx(1.0, abs=1e-5)
 
 
+@pytest.mark.extra("inpaint")
 def test_history_entries_are_json_types(planted, local_stats):
     import json
 
@@ -307,6 +315,7 @@ def test_history_entries_are_json_types(planted, local_stats):
 
 
 # ------------------------------------------------------------------------------------------------ batching, shapes
+@pytest.mark.extra("inpaint")
 def test_batch_size_does_not_change_the_result(planted, local_stats):
     refs, image, _, _ = planted(1)
     a = puzzle_inpaint(image, refs, OpenCVInpainter(), backbone=local_stats, **CUSTOM, batch_size=1, progress=False)
@@ -319,6 +328,7 @@ def test_batch_size_does_not_change_the_result(planted, local_stats):
         assert x["deltas"] == pytest.approx(y["deltas"], abs=1e-6)
 
 
+@pytest.mark.extra("inpaint")
 def test_inpainter_max_batch_is_honoured(planted, local_stats):
     refs, image, _, _ = planted(0)
     rec = Recorder(max_batch=3)
@@ -326,6 +336,7 @@ def test_inpainter_max_batch_is_honoured(planted, local_stats):
     assert max(rec.batch_sizes) == 3 and sum(rec.batch_sizes) >= 10
 
 
+@pytest.mark.extra("inpaint")
 def test_shapes_dtypes_and_uint8_input(planted, local_stats):
     refs, image, _, _ = planted(0)
     u8 = (image * 255).round().to(torch.uint8)
@@ -338,6 +349,7 @@ def test_shapes_dtypes_and_uint8_input(planted, local_stats):
     assert math.isclose(result.mask_fraction, float(result.mask.float().mean()))
 
 
+@pytest.mark.extra("inpaint")
 def test_custom_module_is_left_as_it_was(planted, local_stats):
     refs, image, _, _ = planted(0)
     local_stats.train()
@@ -357,6 +369,7 @@ class _LayersRecorder(torch.nn.Module):
         return {layer: torch.nn.functional.avg_pool2d(images, 4) + 0.1 for layer in layers}
 
 
+@pytest.mark.extra("inpaint")
 def test_custom_module_receives_layers_as_given(planted):
     # spec 2.1: `layers` is passed through as given -- the same object, not a converted copy
     refs, image, _, _ = planted(0)
@@ -375,6 +388,7 @@ def test_custom_module_receives_layers_as_given(planted):
     assert len(module.received) > len(refs) and all(got is layers for got in module.received)
 
 
+@pytest.mark.extra("inpaint")
 def test_progress_bar_is_written_to_stderr(planted, local_stats, capsys):
     refs, image, _, _ = planted(0)
     puzzle_inpaint(image, refs, OpenCVInpainter(), backbone=local_stats, **CUSTOM, max_iters=1, progress=True)
@@ -469,6 +483,7 @@ def test_custom_module_errors(planted, local_stats, squeeze_weights):
         puzzle_inpaint(image, refs, OpenCVInpainter(), backbone=3)
 
 
+@pytest.mark.extra("inpaint")
 def test_memory_option_conflicts_name_both_values(planted, squeeze_weights, tmp_path):
     refs, image, _, _ = planted(0)
     memory = PuzzleSimMemory(refs, weights_path=squeeze_weights, layers=(2, 3))

@@ -6,11 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.utils.extras import need
+
 from . import prism_tiny
 
 
 @pytest.fixture(scope="session")
 def tiny_parts() -> dict:
+    need("prism")  # diffusers builds the U-Net: every test using a tiny Zero123 skips, naming the extra, without it
     return prism_tiny.build_components(seed=0)
 
 
