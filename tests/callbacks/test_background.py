@@ -64,15 +64,8 @@ class Recorder:
         self.rows: list[tuple[int, dict, dict, dict, str]] = []
 
     def __call__(self, result, step) -> None:
-        self.rows.append(
-            (
-                step,
-                dict(result.scalars),
-                dict(result.images),
-                dict(result.display_ranges),
-                threading.current_thread().name,
-            )
-        )
+        thread = threading.current_thread().name
+        self.rows.append((step, dict(result.scalars), dict(result.images), dict(result.display_ranges), thread))
 
     @property
     def steps(self) -> list[int]:
@@ -306,8 +299,8 @@ def test_writer_in_the_worker_wandb_run_in_the_training_thread_with_its_step_as_
     main = threading.current_thread().name
     assert {step for _, step, _ in writer.calls} == {2, 4}
     assert {thread for _, _, thread in writer.calls} != {main}  # the worker wrote it
-    assert [(step, row["scenemetrics/step"], thread) for step, row, thread in run.rows] == [(None, 2, main),
-                                                                                            (None, 4, main)]  # fmt: skip
+    columns = [(step, row["scenemetrics/step"], thread) for step, row, thread in run.rows]
+    assert columns == [(None, 2, main), (None, 4, main)]
     assert isinstance(run.rows[0][1]["scenemetrics/panel/0"], wandb.Image)
     assert run.axes == [("scenemetrics/step", None), ("scenemetrics/*", "scenemetrics/step")]
 
@@ -403,7 +396,7 @@ def test_cuda_background_equals_synchronous_and_keeps_the_training_stream_free(t
         param, targets = (t.cuda() for t in _scene())
         for step in range(1, 9):
             param.mul_(0.9).add_(0.05)
-            monitor.maybe_log(step, lambda v: (param[v], targets[v]), views=[0, 1, 2])
+            monitor.maybe_log(step, lambda v, p=param, t=targets: (p[v], t[v]), views=[0, 1, 2])
         monitor.close()
         logs[mode] = log
     assert logs["sync"].steps == logs["background"].steps == [2, 4, 6, 8]
