@@ -384,8 +384,6 @@ def test_two_processes_background_syncs_on_its_own_group_with_the_synchronous_va
 
 @pytest.mark.gpu
 def test_cuda_background_equals_synchronous_and_keeps_the_training_stream_free(tmp_path) -> None:
-    if not torch.cuda.is_available():
-        pytest.skip("needs CUDA")
     weights = sm.puzzlesim.random_checkpoint("squeezenet1_1", tmp_path / "sq.pth")
     logs = {}
     for mode in ("sync", "background"):
