@@ -183,6 +183,7 @@ def main(argv: list[str] | None = None) -> dict:
         },
     }
     result["background"]["copy_bytes"] = runs["background"][0]["copy_bytes"]
+    result["loop_s_per_repeat"] = {mode: [round(run["loop_s"], 3) for run in runs[mode]] for mode in runs}
     result["blocked_ratio"] = float(f"{result['background']['blocked_s'] / result['sync']['blocked_s']:.3g}")
     loops = result["train_loop_s"]
     result["slowdown"] = {mode: float(f"{loops[mode] / loops['none'] - 1:.3g}") for mode in ("sync", "background")}

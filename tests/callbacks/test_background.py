@@ -17,8 +17,8 @@ import torchmetrics
 from torchmetrics import Metric
 
 import scenemetrics as sm
-from scenemetrics.callbacks import SceneMetricsMonitor
-from scenemetrics.callbacks.background import BackgroundEvaluationError, BackgroundWorker, copy_nbytes
+from scenemetrics.callbacks import BackgroundEvaluationError, SceneMetricsMonitor
+from scenemetrics.callbacks.background import BackgroundWorker, copy_nbytes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -183,6 +183,20 @@ def test_a_failing_metric_surfaces_at_the_next_call_naming_the_step_and_the_metr
     assert log.steps == [2, 6]
     monitor.close()  # nothing left: no second report, no second log
     assert log.steps == [2, 6]
+
+
+def test_value_errors_surface_later_shape_errors_at_once() -> None:
+    monitor = SceneMetricsMonitor({"mse": torchmetrics.MeanSquaredError()}, every_n_steps=1, background=True,
+                                  panel_map=None)  # fmt: skip
+    zeros, nan = torch.zeros(1, 3, 8, 8), torch.full((1, 3, 8, 8), float("nan"))
+    failed = monitor.maybe_log(1, lambda: [(zeros, zeros), (nan, zeros)])  # reading values would wait for a GPU
+    failed.exception(timeout=20)
+    with pytest.raises(BackgroundEvaluationError, match=r"step 1 failed while checking view 1: ValueError: "
+                       r"render_fn\(\) \(view 1\) returned a render with NaN or infinite values"):  # fmt: skip
+        monitor.maybe_log(2, lambda: [(zeros, zeros)])
+    with pytest.raises(ValueError, match=r"render_fn\(\) \(view 0\) returned a render of shape \(2, 8, 8\)"):
+        monitor.maybe_log(3, lambda: [(torch.zeros(2, 8, 8), None)])
+    monitor.close()
 
 
 def test_close_raises_a_pending_failure_and_skips_what_was_queued_after_it() -> None:

@@ -491,7 +491,7 @@ def test_background_logs_the_same_tags_steps_values_and_images(tmp_path, weights
 def test_background_failure_stops_the_fit_naming_the_step_and_the_metric(tmp_path, scene) -> None:
     import torchmetrics
 
-    from scenemetrics.callbacks.background import BackgroundEvaluationError
+    from scenemetrics.callbacks import BackgroundEvaluationError
 
     class Fails(torchmetrics.MeanSquaredError):
         def update(self, preds, target):

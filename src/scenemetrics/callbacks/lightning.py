@@ -363,6 +363,7 @@ class SceneMetricsCallback(Callback):
             with torch.no_grad():
                 runner.begin(collect_images=is_zero, step=step)
                 for index, producer, view in copies:
+                    runner.activity = f"checking view {index}"
                     runner.update(index, check_view(view, producer, index, clamp=clamp))
                 counts = runner.local_counts()
                 if world > 1:

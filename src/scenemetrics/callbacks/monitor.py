@@ -323,11 +323,15 @@ class SceneMetricsMonitor:
         clamp, group, logger = self.clamp_renders, self._group, self.logger
         in_worker = logger is not None and logger_kind(logger) == "summary_writer"  # thread-safe: written at once
 
+        def checked(copies: list[tuple[int, str, RenderedView]]) -> Iterable[tuple[int, RenderedView]]:
+            for index, producer, view in copies:
+                self._runner.activity = f"checking view {index}"
+                yield index, check_view(view, producer, index, clamp=clamp)
+
         def work(copies: list[tuple[int, str, RenderedView]]) -> EvaluationResult:
             began = perf_counter()
             with torch.no_grad():
-                checked = ((index, check_view(view, producer, index, clamp=clamp)) for index, producer, view in copies)
-                result = self._score(step, checked, rank, world, group)
+                result = self._score(step, checked(copies), rank, world, group)
             result.scalars[f"{self.prefix}eval_seconds"] = render_seconds + perf_counter() - began
             if in_worker and rank == 0:
                 self._runner.activity = "writing to the logger"
