@@ -16,7 +16,7 @@ seconds, CUDA synchronised), ``baseline`` and ``baseline_time_s`` (what ``time_s
 * **gsplat example training**: ``examples/monitor_gsplat.py``'s loop (simple_trainer-shaped) for 500 steps with
   ``gsplat.rasterization``, without and with ``SceneMetricsMonitor`` (PuzzleSim + PSNR on 4 views) every 100 steps:
   the training slowdown. Two monitor rows: ``synchronous``, and ``background`` (``SceneMetricsMonitor(...,
-  background=True)``; the row is skipped, saying so, until the monitor has that argument — see ``MONITOR_MODES``).
+  background=True)``: the loop only renders, a worker thread on side CUDA streams scores, draws and logs).
 * **autocast**: OSIM, PRISM distance (random-weight tiny Zero123 and head) and the full-reference maps (SSIM, LPIPS,
   absolute error) in fp32 against ``torch.autocast`` fp16 and bf16: max difference of the score or map, and time.
 * **scenemetrics eval** on a generated results tree, ``--device cuda`` against ``--device cpu``: max difference per
@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import importlib.util
-import inspect
 import json
 import math
 import os
@@ -85,8 +84,6 @@ CHECKS = (
 
 MONITOR_MODES: dict[str, dict[str, Any]] = {
     "synchronous": {},
-    # the background-evaluation work (issue 29, item 1) adds `background=True` to SceneMetricsMonitor; this row runs
-    # by itself as soon as the monitor accepts that argument (until then it is skipped, saying so)
     "background": {"background": True},
 }
 """Monitor modes timed in the gsplat training check: extra keyword arguments of ``SceneMetricsMonitor``."""
@@ -330,7 +327,7 @@ def gsplat_rows(s: Settings) -> list[Row]:
                 **MONITOR_MODES[mode],
             ).to(s.device)
         result = example.train(splats, optimizers, trainset, valset, rasterize, max_steps=steps, monitor=monitor)
-        if monitor is not None and hasattr(monitor, "close"):
+        if monitor is not None:
             monitor.close()  # background mode: pending evaluations finish (after the timed loop)
         return result.seconds, evals
 
@@ -338,7 +335,7 @@ def gsplat_rows(s: Settings) -> list[Row]:
         run(None, seed=99)  # warm-up: allocator, kernels, cuDNN
     runs: dict[str | None, list[float]] = {None: []}
     evals: dict[str, list[float]] = {}
-    modes = [m for m in MONITOR_MODES if _monitor_accepts(SceneMetricsMonitor, MONITOR_MODES[m])]
+    modes = list(MONITOR_MODES)
     for mode in modes:
         runs[mode], evals[mode] = [], []
     for repeat in range(max(1, s.repeats)):
@@ -352,11 +349,9 @@ def gsplat_rows(s: Settings) -> list[Row]:
     instead = f"; not gsplat.rasterization, which {why}" if why else ""
     rows.append(Row(check, "without monitor", s.device, time_s=base, note=setting + instead))
 
-    for mode, extra in MONITOR_MODES.items():
+    for mode in MONITOR_MODES:
 
-        def timing(mode: str = mode, extra: dict = extra) -> dict[str, Any]:
-            if mode not in runs:
-                raise SkipCheck(f"SceneMetricsMonitor does not accept {extra} yet (background evaluation, issue 29)")
+        def timing(mode: str = mode) -> dict[str, Any]:
             seconds = statistics.median(runs[mode])
             n = len(evals[mode]) // max(1, s.repeats)
             eval_s = statistics.median(evals[mode]) if evals[mode] else float("nan")
@@ -372,11 +367,6 @@ def gsplat_rows(s: Settings) -> list[Row]:
 
         rows.append(attempt(check, f"monitor every {every}, {mode}", s.device, timing))
     return rows
-
-
-def _monitor_accepts(cls: type, kwargs: dict[str, Any]) -> bool:
-    params = inspect.signature(cls).parameters
-    return all(name in params for name in kwargs)
 
 
 # -- 3. autocast ----------------------------------------------------------------------------------------------------

@@ -202,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=Path("runs/monitor_gsplat"), help="TensorBoard folder")
     parser.add_argument("--weights", type=Path, default=None, help="SqueezeNet 1.1 checkpoint (default: cache)")
     parser.add_argument("--random-weights", action="store_true", help="random PuzzleSim backbone (offline demo)")
+    parser.add_argument("--background", action="store_true", help="score and log in a worker thread")
     return parser
 
 
@@ -238,11 +239,13 @@ def main(argv: list[str] | None = None) -> SceneMetricsMonitor:
         max_reference_views=32,
         every_n_steps=args.every_n_steps,
         logger=writer,
+        background=args.background,  # the loop only renders; a worker thread (a side CUDA stream) does the rest
     ).to(device)
     result = train(
         splats, optimizers, trainset, valset, rasterize,
         max_steps=args.steps, monitor=monitor, sh_degree=args.sh_degree, sh_degree_interval=args.sh_degree_interval,
     )  # fmt: skip
+    monitor.close()  # background: the pending evaluations are logged before the writer closes
     writer.close()
     print(
         f"{args.steps} steps in {result.seconds:.1f} s, L1 {result.losses[0]:.4f} -> {result.losses[-1]:.4f}; "

@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--random-weights", action="store_true", help="use random backbone weights (offline demo)")
     parser.add_argument("--panel-map", choices=("abs", "ssim", "lpips", "none"), default="abs", help="panels' map")
     parser.add_argument("--map-range", default="first", help="first, per-map or VMIN,VMAX (colours of maps, panels)")
+    parser.add_argument("--background", action="store_true", help="score and log in a worker thread")
     return parser
 
 
@@ -79,6 +80,7 @@ def main(argv: list[str] | None = None) -> SceneMetricsMonitor:
         logger=writer,
         panel_map=None if args.panel_map == "none" else args.panel_map,
         map_range=parse_map_range(args.map_range),
+        background=args.background,  # the loop only renders; a worker thread scores, draws and logs
     )
     for step in range(1, args.steps + 1):
         i = int(torch.randint(len(scene.train_images), ()))
@@ -90,6 +92,7 @@ def main(argv: list[str] | None = None) -> SceneMetricsMonitor:
         # (2) one line per step: renders the held-out views only at logging steps
         monitor.maybe_log(step, lambda v: (render(scene.eval_viewmats[v]), scene.eval_images[v]),
                           views=range(len(scene.eval_images)))  # fmt: skip
+    monitor.close()  # background: the pending evaluations are logged before the writer closes
     writer.close()
     print(f"logged {monitor.num_evaluations} evaluations to {args.out}")
     return monitor

@@ -163,5 +163,5 @@ def test_views_are_sharded_by_index_and_padded(num_views, world, rank, expected)
     cb = _callback(eval_views=[f"view{i}" for i in range(num_views)])
     trainer = SimpleNamespace(world_size=world, global_rank=rank)
     module = SimpleNamespace(render_view=render_view)
-    indices = [i for i, _ in cb._rendered_views(trainer, module)]
+    indices = [i for i, _, _ in cb._rendered_views(trainer, module)]
     assert indices == expected and rendered == [f"view{i}" for i in expected]

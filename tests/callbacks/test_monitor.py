@@ -111,7 +111,9 @@ def _load_example():
     return module
 
 
-def test_example_loop_writes_tensorboard_events(tmp_path):
+@pytest.mark.parametrize("background", [False, True])
+def test_example_loop_writes_tensorboard_events(tmp_path, background):
+    # background: the SummaryWriter is written by the worker thread; the same tags at the same steps
     event_accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
     example = _load_example()
     monitor = example.main(
@@ -131,9 +133,10 @@ def test_example_loop_writes_tensorboard_events(tmp_path):
             "--random-weights",
             "--out",
             str(tmp_path),
+            *(["--background"] if background else []),
         ]
     )
-    assert monitor.num_evaluations == 2
+    assert monitor.num_evaluations == 2 and monitor.background is background
     acc = event_accumulator.EventAccumulator(str(tmp_path), size_guidance={"images": 0, "scalars": 0})
     acc.Reload()
     tags = acc.Tags()

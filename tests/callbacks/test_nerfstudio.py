@@ -403,3 +403,48 @@ def test_panel_options_are_fields_and_flags() -> None:
     with pytest.raises(ValueError, match="strip_steps"):
         add_scenemetrics(method_configs["nerfacto"], strip_steps=-2)
     assert SceneMetricsNerfstudioConfig().panel_map == "abs"
+
+
+def test_background_callback_logs_what_the_synchronous_one_logs(tmp_path, written) -> None:
+    from nerfstudio.engine.callbacks import TrainingCallbackLocation
+
+    from scenemetrics.callbacks.nerfstudio import (
+        CallbackState,
+        SceneMetricsNerfstudioConfig,
+        SceneMetricsTrainingCallback,
+    )
+
+    class StatePipeline(_Pipeline):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scenemetrics_state = CallbackState()
+
+    w = sm.puzzlesim.random_checkpoint("squeezenet1_1", tmp_path / "sq.pth")
+    runs = {}
+    for background in (False, True):
+        written["scalars"].clear()
+        written["images"].clear()
+        pipeline = StatePipeline()
+        cfg = SceneMetricsNerfstudioConfig(every_n_steps=10, num_eval_views=2, max_reference_views=3,
+                                           puzzlesim_weights=w, background=background)  # fmt: skip
+        cb = SceneMetricsTrainingCallback(pipeline, cfg)
+        for step in range(31):
+            pipeline.model.seed_offset = step  # the model trains on: a render belongs to its step
+            cb.run_callback_at_location(step, TrainingCallbackLocation.AFTER_TRAIN_ITERATION)
+            if step == 20:  # a checkpoint (nerfstudio saves pipeline.state_dict()) waits for the pending evaluation
+                state = pipeline.state_dict()["scenemetrics_state._extra_state"]
+                assert state["strip"]["steps"] == [10, 20]
+                assert sorted({s for _, _, s in written["scalars"]}) == [10, 20]
+        cb.run_callback_at_location(30, TrainingCallbackLocation.AFTER_TRAIN)  # nerfstudio's end of training
+        assert pipeline.training and pipeline.model.training
+        runs[background] = (list(written["scalars"]), list(written["images"]), pipeline.scenemetrics_state.state)
+    (sync_scalars, sync_images, sync_state), (bg_scalars, bg_images, bg_state) = runs[False], runs[True]
+    assert [(n, s) for n, _, s in bg_scalars] == [(n, s) for n, _, s in sync_scalars]
+    assert sorted({s for _, _, s in sync_scalars}) == [10, 20, 30]
+    same = [(n, v, s) for n, v, s in sync_scalars if n != "scenemetrics/eval_seconds"]
+    assert [(n, v, s) for n, v, s in bg_scalars if n != "scenemetrics/eval_seconds"] == same
+    assert [(n, s) for n, _, s in bg_images] == [(n, s) for n, _, s in sync_images]
+    assert all(torch.equal(a, b) for (_, a, _), (_, b, _) in zip(sync_images, bg_images, strict=True))
+    assert bg_state["ranges"] == sync_state["ranges"] and bg_state["strip"]["steps"] == [10, 20, 30]
+    with pytest.raises(ValueError, match="`max_pending` must be an int >= 1"):
+        SceneMetricsTrainingCallback(StatePipeline(), SceneMetricsNerfstudioConfig(background=True, max_pending=0))

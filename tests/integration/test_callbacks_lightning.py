@@ -238,9 +238,11 @@ def test_wandb_offline_readback(tmp_path, weights, scene) -> None:
 
 
 @pytest.mark.slow
-def test_ddp_two_processes_log_once_with_synced_values(tmp_path, weights, scene) -> None:
+@pytest.mark.parametrize("background", [False, True])
+def test_ddp_two_processes_log_once_with_synced_values(tmp_path, weights, scene, background) -> None:
     model = _model(scene)
-    cb = SceneMetricsCallback({"puzzlesim": sm.PuzzleSim(weights_path=weights)}, every_n_steps=5)
+    # background: the worker syncs on a gloo group of its own while DDP all-reduces the gradients on the default one
+    cb = SceneMetricsCallback({"puzzlesim": sm.PuzzleSim(weights_path=weights)}, every_n_steps=5, background=background)
     tb = pl.loggers.TensorBoardLogger(tmp_path, name="tb", version=0)
     # ddp_spawn (gloo) with a finite process-group timeout: a collective that never completes fails, not hangs
     ddp = pl.strategies.DDPStrategy(start_method="spawn", timeout=datetime.timedelta(seconds=120))
@@ -432,3 +434,71 @@ def test_callable_eval_views(tmp_path, scene) -> None:
     with torch.no_grad():
         expected = torch.stack([model.render(v).clamp(0, 1) for v in scene.eval_viewmats]).mean()
     assert float(model.trainer.callback_metrics["scenemetrics/mean"]) == pytest.approx(float(expected), rel=1e-6)
+
+
+def _read_csv(path: Path, column: str) -> list[tuple[int, float]]:
+    import csv
+
+    with open(path, newline="") as f:
+        return [(int(row["step"]), float(row[column])) for row in csv.DictReader(f) if row.get(column)]
+
+
+def test_background_logs_the_same_tags_steps_values_and_images(tmp_path, weights, scene) -> None:
+    from tests.utils.standin_metrics import MeanRender
+
+    runs = {}
+    for mode in ("sync", "background"):
+        metrics = {"puzzlesim": sm.PuzzleSim(weights_path=weights, batch_size=8), "mean": MeanRender()}
+        cb = SceneMetricsCallback(metrics, every_n_steps=5, log_renders=True, background=mode == "background")
+        tb = pl.loggers.TensorBoardLogger(tmp_path, name=mode, version=0)
+        csv = pl.loggers.CSVLogger(tmp_path, name=f"csv_{mode}", version=0)  # written by the training thread
+        ckpt = pl.callbacks.ModelCheckpoint(dirpath=tmp_path / f"ckpt_{mode}", every_n_train_steps=10, save_top_k=-1)
+        model = _model(scene)
+        _trainer(tmp_path, max_steps=20, logger=[tb, csv], callbacks=[cb, ckpt], enable_checkpointing=True).fit(model)
+        runs[mode] = (cb, model, _events(tmp_path / mode / "version_0"))
+    (sync_cb, sync_model, sync_acc), (bg_cb, bg_model, bg_acc) = runs["sync"], runs["background"]
+    assert bg_acc.Tags()["scalars"] == sync_acc.Tags()["scalars"]
+    assert sorted(bg_acc.Tags()["images"]) == sorted(sync_acc.Tags()["images"])
+    assert {"scenemetrics/panel/1", "scenemetrics/puzzlesim/map/1", "scenemetrics/render/0"} <= set(
+        bg_acc.Tags()["images"]
+    )
+    for tag in sync_acc.Tags()["scalars"]:
+        if tag == "scenemetrics/eval_seconds":  # a wall time: same steps only
+            assert [s for s, _ in _scalars(bg_acc, tag)] == [s for s, _ in _scalars(sync_acc, tag)] == [5, 10, 15, 20]
+        else:
+            assert _scalars(bg_acc, tag) == _scalars(sync_acc, tag), tag
+    for tag in sync_acc.Tags()["images"]:
+        sync_images, bg_images = sync_acc.Images(tag), bg_acc.Images(tag)
+        assert [e.step for e in bg_images] == [e.step for e in sync_images] == [5, 10, 15, 20], tag
+        assert all(torch.equal(_decode(a), _decode(b)) for a, b in zip(sync_images, bg_images, strict=True)), tag
+    for tag in ("scenemetrics/puzzlesim", "scenemetrics/mean"):
+        assert float(bg_model.trainer.callback_metrics[tag]) == float(sync_model.trainer.callback_metrics[tag])
+        sync_csv = _read_csv(tmp_path / "csv_sync" / "version_0" / "metrics.csv", tag)
+        assert _read_csv(tmp_path / "csv_background" / "version_0" / "metrics.csv", tag) == sync_csv
+        assert [s for s, _ in sync_csv] == [5, 10, 15, 20]
+    # a checkpoint taken while the step-10 evaluation was pending waited for it: the same state as synchronously
+    for step in (10, 20):
+        states = [
+            torch.load(next((tmp_path / f"ckpt_{m}").glob(f"*step={step}*.ckpt")), weights_only=False)["callbacks"]
+            for m in ("sync", "background")
+        ]
+        saved = [state[cb.state_key] for state, cb in zip(states, (sync_cb, bg_cb), strict=True)]
+        assert saved[0]["num_evaluations"] == saved[1]["num_evaluations"] == step // 5
+        assert saved[0]["pictures"]["ranges"] == saved[1]["pictures"]["ranges"]
+        assert saved[0]["pictures"]["strip"]["steps"] == saved[1]["pictures"]["strip"]["steps"]
+
+
+def test_background_failure_stops_the_fit_naming_the_step_and_the_metric(tmp_path, scene) -> None:
+    import torchmetrics
+
+    from scenemetrics.callbacks import BackgroundEvaluationError
+
+    class Fails(torchmetrics.MeanSquaredError):
+        def update(self, preds, target):
+            raise ValueError("boom")
+
+    model = _model(scene)
+    cb = SceneMetricsCallback({"bad": Fails()}, every_n_steps=2, eval_views=[0], background=True, panel_map=None)
+    with pytest.raises(BackgroundEvaluationError, match=r"step 2 failed while updating metric 'bad' with view 0"):
+        _trainer(tmp_path, max_steps=6, callbacks=[cb]).fit(model)
+    assert model.training  # rendering restored the modes; the error came later, from the worker

@@ -82,8 +82,11 @@ def _check_events(path: Path) -> None:
 @pytest.mark.skipif(
     not _installed(), reason="ns-train finds the plugin through its entry point: pip-install the package"
 )
-def test_ns_train_nerfacto_scenemetrics_cpu(tmp_path) -> None:
-    # CPU needs the torch implementation and no mixed precision; the small model sizes only make it fast
+@pytest.mark.parametrize("background", [False, True])
+def test_ns_train_nerfacto_scenemetrics_cpu(tmp_path, background) -> None:
+    # CPU needs the torch implementation and no mixed precision; the small model sizes only make it fast. In the
+    # background mode the same tags land at the same steps (handed to nerfstudio's writer iterations later; the last
+    # one at the checkpoint that ends training)
     cpu = [
         "--machine.device-type", "cpu", "--pipeline.model.implementation", "torch", "--mixed-precision", "False",
         "--pipeline.datamanager.train-num-rays-per-batch", "64",
@@ -91,6 +94,7 @@ def test_ns_train_nerfacto_scenemetrics_cpu(tmp_path) -> None:
         "--pipeline.model.log2-hashmap-size", "12", "--pipeline.model.num-levels", "4",
         "--pipeline.model.max-res", "64",
         "--pipeline.model.num-nerf-samples-per-ray", "16", "--pipeline.model.num-proposal-samples-per-ray", "32", "16",
+        "--pipeline.scenemetrics.background", str(background),
     ]  # fmt: skip
     _check_events(_ns_train(tmp_path, "nerfacto-scenemetrics", cpu, timeout=600))
 

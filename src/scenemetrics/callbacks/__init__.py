@@ -5,7 +5,9 @@
   original 3DGS ``train.py``): ``monitor.maybe_log(step, render_fn)``;
 * :mod:`scenemetrics.callbacks.nerfstudio`: ``SceneMetricsTrainingCallback``, ``add_scenemetrics`` and the method
   plugins ``nerfacto-scenemetrics`` / ``splatfacto-scenemetrics`` (``pip install "scenemetrics[nerfstudio]"``);
-* :class:`RenderedView` and :class:`SceneRenderable`, the view types both share.
+* :class:`RenderedView` and :class:`SceneRenderable`, the view types both share;
+* :class:`BackgroundEvaluationError`: a failure of an evaluation run with ``background=True``, raised in the training
+  thread at its next call.
 
 Names resolve lazily: ``import scenemetrics.callbacks`` imports neither Lightning nor nerfstudio.
 
@@ -26,8 +28,9 @@ _NAMES = {
     "EvaluationResult": "scenemetrics.callbacks.evaluation",
     "SceneMetricsCallback": "scenemetrics.callbacks.lightning",
     "SceneMetricsMonitor": "scenemetrics.callbacks.monitor",
+    "BackgroundEvaluationError": "scenemetrics.callbacks.background",
 }
-_SUBMODULES = ("nerfstudio", "lightning", "logging", "evaluation", "pictures", "views", "monitor")
+_SUBMODULES = ("nerfstudio", "lightning", "logging", "evaluation", "pictures", "views", "monitor", "background")
 
 
 _, __getattr__, __dir__ = lazy_exports(__name__, _NAMES, _SUBMODULES)

@@ -297,6 +297,9 @@ class MetricRunner:
         self.map_colormap = check_colormap(map_colormap)
         self.prefix = str(prefix)
         self._warned: set[tuple[str, str]] = set()
+        self.activity = ""
+        """What the runner is doing (``"updating metric 'psnr' with view 2"``, ...; ``""`` when idle): after an
+        exception it names where the evaluation failed (background evaluation reports it)."""
         self._counts: dict[str, int] = {}
         self._images: dict[str, Tensor] = {}
         self._maps: dict[tuple[str, int], Tensor] = {}
@@ -380,6 +383,7 @@ class MetricRunner:
             collect_images: keep what the pictures need (rank 0 only under DDP).
             step: the training step of this evaluation (in the pictures' titles; fixes display ranges).
         """
+        self.activity = "resetting the metrics"
         for metric in self.metrics.values():
             metric.reset()
         if self._panel_metric is not None:
@@ -391,6 +395,7 @@ class MetricRunner:
         self._overlays = {name: [] for name in self.metrics}
         self._collect = bool(collect_images)
         self._step = None if step is None else int(step)
+        self.activity = ""
 
     def update(self, index: int, view: RenderedView) -> None:
         """Feed one prepared view (see :func:`~scenemetrics.callbacks.views.prepare_view`) to every metric."""
@@ -399,6 +404,7 @@ class MetricRunner:
             self._images[f"{self.prefix}render/{index}"] = to_uint8(view.render[0].float())
         updated: set[str] = set()
         for name, metric in self.metrics.items():
+            self.activity = f"updating metric {name!r} with view {index}"
             if not self._update_one(name, metric, index, view):
                 continue
             self._counts[name] += 1
@@ -406,7 +412,9 @@ class MetricRunner:
             if logged and self.log_maps:
                 self._grab_images(name, metric, index, view)
         if logged and self.panel_map is not None and view.target is not None:
+            self.activity = f"making the panel of view {index}"
             self._grab_panel(index, view, updated)
+        self.activity = ""
 
     def _update_one(self, name: str, metric: Metric, index: int, view: RenderedView) -> bool:
         device = metric.device
@@ -506,6 +514,7 @@ class MetricRunner:
                     "it is not logged",
                 )
                 continue
+            self.activity = f"computing metric {name!r}"
             with warnings.catch_warnings():
                 if self._counts.get(name, 0) == 0:
                     warnings.filterwarnings("ignore", message=_COMPUTE_BEFORE_UPDATE)
@@ -518,8 +527,11 @@ class MetricRunner:
                 for cls, score in class_scores().items():
                     result.scalars[f"{tag}/class/{str(cls).replace(' ', '_')}"] = float(score)
             if self._overlays.get(name):
+                self.activity = f"drawing the overlays of metric {name!r}"
                 self._draw_overlays(name, scalars.get(tag, float("nan")))
+        self.activity = "drawing the pictures"
         self._draw(result)
+        self.activity = ""
         return result
 
     def _draw(self, result: EvaluationResult) -> None:

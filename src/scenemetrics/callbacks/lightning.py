@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from time import perf_counter
 from typing import Any
 
@@ -22,6 +23,7 @@ except ImportError as err:
         'scenemetrics.callbacks.SceneMetricsCallback needs Lightning: pip install "scenemetrics[lightning]"'
     ) from err
 
+from scenemetrics.callbacks.background import BackgroundWorker, check_max_pending, side_process_group
 from scenemetrics.callbacks.evaluation import (
     EvaluationResult,
     MetricRunner,
@@ -32,9 +34,16 @@ from scenemetrics.callbacks.evaluation import (
     is_due,
     shard_indices,
 )
-from scenemetrics.callbacks.logging import log_to_lightning
+from scenemetrics.callbacks.logging import log_to_lightning, thread_safe_lightning_loggers
 from scenemetrics.callbacks.pictures import DEFAULT_PANEL_MAP, DEFAULT_STRIP_STEPS
-from scenemetrics.callbacks.views import RenderedView, as_rendered_view, is_one_shot, prepare_view
+from scenemetrics.callbacks.views import (
+    RenderedView,
+    as_rendered_view,
+    check_view,
+    is_one_shot,
+    normalize_view,
+    prepare_view,
+)
 
 __all__ = ["SceneMetricsCallback"]
 
@@ -69,6 +78,11 @@ class SceneMetricsCallback(Callback):
     Under DDP every rank renders its share of the views (``i % world_size == rank``), every rank calls ``compute()``
     (synced by torchmetrics) and only rank 0 logs.
 
+    With ``background=True`` the training thread only renders the due views and hands detached copies to a worker
+    thread, which scores, draws and writes the TensorBoard loggers; the other loggers and ``trainer.callback_metrics``
+    get each result in the training thread at the next batch after it finished (at the latest at the end of
+    training, or before a checkpoint, which waits for pending evaluations), always at the step of the evaluation.
+
     Args:
         metrics: name -> ``torchmetrics.Metric`` (names may not contain ``"."``).
         eval_views: an iterable of views (indices, cameras, ...; re-iterable, not a one-shot generator) rendered with
@@ -95,6 +109,10 @@ class SceneMetricsCallback(Callback):
         map_range: display range of maps and panels: ``"first"`` (default: fixed per tag at its first logged step,
             kept in the checkpoint), ``"per-map"`` or ``(vmin, vmax)``.
         strip_steps: steps shown by the panel over time (the first and the latest); 0: none.
+        background: evaluate in a worker thread (see above); :meth:`evaluate` then returns a
+            ``concurrent.futures.Future``. The same values at the same steps, the same images as without.
+        max_pending: with ``background``, evaluations in flight at most; when one more is due the training thread
+            waits (one warning). Each holds a copy of its rendered views.
 
     Raises:
         ValueError: invalid arguments (named in the message).
@@ -132,6 +150,8 @@ class SceneMetricsCallback(Callback):
         panel_map: str | None = DEFAULT_PANEL_MAP,
         map_range: str | tuple[float, float] = "first",
         strip_steps: int = DEFAULT_STRIP_STEPS,
+        background: bool = False,
+        max_pending: int = 1,
     ) -> None:
         super().__init__()
         self._runner = MetricRunner(
@@ -178,6 +198,11 @@ class SceneMetricsCallback(Callback):
         self.last_eval_step = -1
         self.num_evaluations = 0
         self._references_ready = False
+        self.background = bool(background)
+        self.max_pending = check_max_pending(max_pending)
+        self._worker = BackgroundWorker("SceneMetricsCallback", self.max_pending) if self.background else None
+        self._group: Any = None  # the evaluations' own process group (background under DDP)
+        self._group_ready = False
 
     # -- checkpoint state -------------------------------------------------------------------------------------------
     @property
@@ -185,7 +210,12 @@ class SceneMetricsCallback(Callback):
         return self._generate_state_key(prefix=self.prefix, metrics=sorted(self._runner.metrics))
 
     def state_dict(self) -> dict[str, Any]:
-        """The schedule and the pictures' display ranges (``map_range="first"``), saved in Lightning checkpoints."""
+        """The schedule and the pictures' display ranges (``map_range="first"``), saved in Lightning checkpoints.
+
+        In the background mode it first waits for the pending evaluations (and hands them back), so a checkpoint
+        covers every evaluation its ``num_evaluations`` counts."""
+        if self._worker is not None:
+            self._worker.drain()
         return {
             "last_eval_step": self.last_eval_step,
             "num_evaluations": self.num_evaluations,
@@ -199,6 +229,8 @@ class SceneMetricsCallback(Callback):
 
     # -- hooks -----------------------------------------------------------------------------------------------------
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        if self._worker is not None:
+            self._worker.drain()  # nothing may use the metrics while they move
         self.metrics.to(trainer.strategy.root_device)
         self._references_ready = False
         if stage != "fit":
@@ -231,23 +263,42 @@ class SceneMetricsCallback(Callback):
     def on_train_batch_end(
         self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
+        if self._worker is not None:
+            self._worker.poll()  # finished evaluations to the other loggers; a failure in the worker raised here
         if trainer.sanity_checking or self.every_n_steps is None:
             return
         if is_due(trainer.global_step, self.every_n_steps, self.last_eval_step):
             self._evaluate(trainer, pl_module)
 
     def on_train_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if self._worker is not None:
+            self._worker.poll()
         if trainer.sanity_checking or self.every_n_epochs is None:
             return
         if (trainer.current_epoch + 1) % self.every_n_epochs == 0 and trainer.global_step != self.last_eval_step:
             self._evaluate(trainer, pl_module)
 
+    def on_train_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if self._worker is not None:
+            self._worker.close()  # the last evaluations are logged before the loggers are finalised
+
+    def on_exception(self, trainer: Trainer, pl_module: LightningModule, exception: BaseException) -> None:
+        if self._worker is not None:
+            self._worker.close(raise_errors=False)  # log what finished; the training's own error propagates
+
+    def teardown(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        if self._worker is not None:
+            self._worker.close(raise_errors=False)
+
     # -- evaluation ------------------------------------------------------------------------------------------------
-    def evaluate(self, trainer: Trainer, pl_module: LightningModule) -> EvaluationResult:
-        """Run one evaluation now and log it at ``trainer.global_step`` (the scheduled hooks call this too)."""
+    def evaluate(self, trainer: Trainer, pl_module: LightningModule) -> EvaluationResult | Future[EvaluationResult]:
+        """Run one evaluation now and log it at ``trainer.global_step`` (the scheduled hooks call this too); in the
+        background mode render now and return the future of the result."""
         return self._evaluate(trainer, pl_module)
 
-    def _evaluate(self, trainer: Trainer, pl_module: LightningModule) -> EvaluationResult:
+    def _evaluate(self, trainer: Trainer, pl_module: LightningModule) -> EvaluationResult | Future[EvaluationResult]:
+        if self._worker is not None:
+            return self._evaluate_in_background(trainer, pl_module)
         step = trainer.global_step
         self.metrics.to(pl_module.device)
         modes = [(module, module.training) for module in pl_module.modules()]
@@ -258,8 +309,8 @@ class SceneMetricsCallback(Callback):
                 self._ensure_references(trainer, pl_module)
                 start = perf_counter()  # the one-time reference embedding is not part of the evaluation cost
                 self._runner.begin(collect_images=trainer.is_global_zero, step=step)
-                for index, view in self._rendered_views(trainer, pl_module):
-                    self._runner.update(index, view)
+                for index, producer, item in self._rendered_views(trainer, pl_module):
+                    self._runner.update(index, prepare_view(item, producer, index, clamp=self.clamp_renders))
                 counts = self._runner.local_counts()
                 if trainer.world_size > 1:
                     counts = trainer.strategy.reduce(counts.to(trainer.strategy.root_device), reduce_op="sum").cpu()
@@ -276,12 +327,77 @@ class SceneMetricsCallback(Callback):
             log_to_lightning(trainer.loggers, result, step)
         return result
 
-    def _rendered_views(self, trainer: Trainer, pl_module: LightningModule) -> Iterator[tuple[int, RenderedView]]:
+    def _evaluate_in_background(self, trainer: Trainer, pl_module: LightningModule) -> Future[EvaluationResult]:
+        worker = self._worker
+        assert worker is not None
+        step = trainer.global_step
+        worker.wait_for_slot(step)
+        if any(metric.device != pl_module.device for metric in self._runner.metrics.values()):
+            worker.drain()  # nothing may use the metrics while they move
+            self.metrics.to(pl_module.device)
+        modes = [(module, module.training) for module in pl_module.modules()]
+        try:
+            pl_module.eval()
+            with torch.no_grad():
+                self._ensure_references(trainer, pl_module)
+                if not self._group_ready:
+                    self._group = side_process_group(self._runner.metrics, "SceneMetricsCallback")
+                    self._group_ready = True
+                start = perf_counter()
+                rendered = [
+                    (index, producer, normalize_view(item, producer, index))
+                    for index, producer, item in self._rendered_views(trainer, pl_module)
+                ]
+                render_seconds = perf_counter() - start
+        finally:
+            for module, training in modes:
+                module.train(training)
+        runner, clamp, group, prefix = self._runner, self.clamp_renders, self._group, self.prefix
+        is_zero, world = trainer.is_global_zero, trainer.world_size
+        loggers = list(trainer.loggers) if is_zero else []
+        in_worker = thread_safe_lightning_loggers(loggers)  # TensorBoard: its SummaryWriter is thread-safe
+        others = [logger for logger in loggers if logger not in in_worker]
+
+        def work(copies: list[tuple[int, str, RenderedView]]) -> EvaluationResult:
+            began = perf_counter()
+            with torch.no_grad():
+                runner.begin(collect_images=is_zero, step=step)
+                for index, producer, view in copies:
+                    runner.activity = f"checking view {index}"
+                    runner.update(index, check_view(view, producer, index, clamp=clamp))
+                counts = runner.local_counts()
+                if world > 1:
+                    runner.activity = "summing the metrics' view counts over the processes"
+                    torch.distributed.all_reduce(counts, group=group)
+                result = runner.finish(counts)
+            result.scalars[f"{prefix}eval_seconds"] = render_seconds + perf_counter() - began
+            if in_worker:
+                runner.activity = "writing to the TensorBoard logger"
+                log_to_lightning(in_worker, result, step)
+                runner.activity = ""
+            return result
+
+        def hand_back(result: EvaluationResult, at: int) -> None:
+            for tag, value in result.scalars.items():
+                if tag != f"{prefix}eval_seconds":
+                    trainer.callback_metrics[tag] = torch.tensor(value)
+            if others:
+                log_to_lightning(others, result, at)
+
+        future = worker.submit(
+            step, rendered, work, hand_back=hand_back, describe=lambda: runner.activity, device=pl_module.device
+        )
+        self.last_eval_step = step
+        self.num_evaluations += 1
+        return future
+
+    def _rendered_views(self, trainer: Trainer, pl_module: LightningModule) -> Iterator[tuple[int, str, RenderedView]]:
+        """``(index, producer, view)`` of this rank's views, rendered one at a time."""
         module: Any = pl_module  # a SceneRenderable; its optional methods are checked in setup()
         if self.eval_views is not None and not isinstance(self.eval_views, Iterable):
             producer = "eval_views(trainer, pl_module)"
             for index, item in enumerate(self.eval_views(trainer, pl_module)):
-                yield index, prepare_view(as_rendered_view(item, producer), producer, index, clamp=self.clamp_renders)
+                yield index, producer, as_rendered_view(item, producer)
             return
         views = list(self.eval_views if self.eval_views is not None else module.eval_views())
         indices = shard_indices(len(views), trainer.global_rank, trainer.world_size)
@@ -292,8 +408,7 @@ class SceneMetricsCallback(Callback):
             producer = f"{type(pl_module).__name__}.render_view"
             render = lambda _module, view: module.render_view(view)  # noqa: E731
         for index in indices:
-            item = as_rendered_view(render(pl_module, views[index]), producer)
-            yield index, prepare_view(item, producer, index, clamp=self.clamp_renders)
+            yield index, producer, as_rendered_view(render(pl_module, views[index]), producer)
 
     def _ensure_references(self, trainer: Trainer, pl_module: LightningModule) -> None:
         if self._references_ready:

@@ -35,6 +35,7 @@ __all__ = [
     "log_to_summary_writer",
     "log_to_wandb_run",
     "logger_kind",
+    "thread_safe_lightning_loggers",
     "to_hwc_float",
     "to_hwc_uint8",
 ]
@@ -71,6 +72,18 @@ def log_to_lightning(loggers: list[Any], result: EvaluationResult, step: int) ->
                 logger.log_image(key=tag, images=[to_hwc_uint8(image)], step=step)
 
 
+def thread_safe_lightning_loggers(loggers: list[Any]) -> list[Any]:
+    """The loggers of ``loggers`` that another thread may write while the training thread writes them too: Lightning's
+    ``TensorBoardLogger``, whose ``SummaryWriter`` queues events under a lock (its ``log_metrics`` keeps no other
+    state). Their writer is created here, in the calling thread, if it does not exist yet. CSV (a list it rewrites),
+    W&B (rows ordered by its own step) and others are left to the training thread."""
+    tensorboard_cls, _ = _logger_classes()
+    safe = [logger for logger in loggers if isinstance(logger, tensorboard_cls)]
+    for logger in safe:
+        _ = logger.experiment  # created lazily by the property: not in two threads at once
+    return safe
+
+
 def log_to_nerfstudio(result: EvaluationResult, step: int) -> None:
     """Write scalars and images through ``nerfstudio.utils.writer`` (a no-op off the main process)."""
     import nerfstudio.configs.base_config  # noqa: F401  (nerfstudio's import cycle: its writer must not load first)
@@ -94,13 +107,23 @@ def log_to_summary_writer(writer: Any, result: EvaluationResult, step: int) -> N
     _add_images(writer, result, step)
 
 
-def log_to_wandb_run(run: Any, result: EvaluationResult, step: int) -> None:
-    """Write scalars and images to a ``wandb`` run as one ``run.log`` row at ``step``."""
+def log_to_wandb_run(run: Any, result: EvaluationResult, step: int, *, step_column: str | None = None) -> None:
+    """Write scalars and images to a ``wandb`` run as one ``run.log`` row at ``step``.
+
+    Args:
+        step_column: log the step as this column of the row instead of as W&B's own step (``run.log(row)`` without
+            ``step=``): W&B drops rows whose ``step`` is below one it has seen, which a result that arrives late
+            (background evaluation) would be. Declare it as the x axis with ``run.define_metric``.
+    """
     import wandb
 
     row: dict[str, Any] = dict(result.scalars)
     row.update({tag: wandb.Image(to_hwc_uint8(image)) for tag, image in result.images.items()})
-    run.log(row, step=step)
+    if step_column is None:
+        run.log(row, step=step)
+    else:
+        row[step_column] = step
+        run.log(row)
 
 
 def _is_wandb_run(logger: Any) -> bool:
@@ -126,12 +149,16 @@ def logger_kind(logger: Any) -> str:
     )
 
 
-def log_result(logger: Any, result: EvaluationResult, step: int) -> None:
-    """Write ``result`` to a SummaryWriter, a wandb run or a callable ``fn(result, step)`` (:func:`logger_kind`)."""
+def log_result(logger: Any, result: EvaluationResult, step: int, *, wandb_step_column: str | None = None) -> None:
+    """Write ``result`` to a SummaryWriter, a wandb run or a callable ``fn(result, step)`` (:func:`logger_kind`).
+
+    Args:
+        wandb_step_column: for a wandb run, the ``step_column`` of :func:`log_to_wandb_run`.
+    """
     kind = logger_kind(logger)
     if kind == "summary_writer":
         log_to_summary_writer(logger, result, step)
     elif kind == "wandb":
-        log_to_wandb_run(logger, result, step)
+        log_to_wandb_run(logger, result, step, step_column=wandb_step_column)
     else:
         logger(result, step)

@@ -23,6 +23,8 @@ import copy
 import dataclasses
 import typing
 import warnings
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
@@ -44,6 +46,7 @@ except ImportError as err:
         'scenemetrics.callbacks.nerfstudio needs nerfstudio: pip install "scenemetrics[nerfstudio]"'
     ) from err
 
+from scenemetrics.callbacks.background import BackgroundWorker, check_max_pending
 from scenemetrics.callbacks.evaluation import EvaluationResult, MetricRunner, check_colormap, evenly_spaced
 from scenemetrics.callbacks.logging import log_to_nerfstudio
 from scenemetrics.callbacks.pictures import (
@@ -115,6 +118,11 @@ class _CallbackOptions:
     """Prefix of every logged tag."""
     eval_at_start: bool = False
     """Also evaluate at iteration 0."""
+    background: bool = False
+    """Score, draw and log in a worker thread: the training loop only renders the eval views (the same values at the
+    same iterations; results reach nerfstudio's writer at the iteration after they finish)."""
+    max_pending: int = 1
+    """With background: evaluations in flight at most; when one more is due, training waits (one warning)."""
     metric_options: tuple[str, ...] = ()
     """Options of any metric as METRIC.KEY=VALUE (plugins' too), e.g. puzzlesim.layers=[2,3]; they win over the
     metric's own fields."""
@@ -164,6 +172,7 @@ def _check_config(cfg: Any) -> dict[str, MetricConfig]:
             raise ValueError(f"`{name}` must be an int >= 1; received {value!r}")
     if cfg.max_image_side is not None and (not isinstance(cfg.max_image_side, int) or cfg.max_image_side < 1):
         raise ValueError(f"`max_image_side` must be an int >= 1 or None; received {cfg.max_image_side!r}")
+    check_max_pending(cfg.max_pending)
     if not isinstance(cfg.max_logged_images, int) or cfg.max_logged_images < 0:
         raise ValueError(f"`max_logged_images` must be an int >= 0; received {cfg.max_logged_images!r}")
     check_colormap(cfg.map_colormap)
@@ -282,6 +291,13 @@ class SceneMetricsTrainingCallback(TrainingCallback):
     are saved in nerfstudio's checkpoints and a resumed run (``--load-dir``) keeps its colours; in another pipeline
     they last for the run.
 
+    With ``config.background`` the iteration only renders the eval views (``get_outputs_for_camera``) and hands
+    detached copies of ``rgb`` (and ``background``) to a worker thread, which loads the targets, scores and draws;
+    the results go to nerfstudio's writer (not thread-safe: one list of events) in the training thread, at the first
+    iteration after they finished, with the iteration of the evaluation. Pending evaluations are waited for when
+    the pipeline's state is saved (nerfstudio's checkpoints, also the one at the end of training) and at the end
+    of training.
+
     Args:
         pipeline: the training pipeline (a ``VanillaPipeline``; its model renders with ``get_outputs_for_camera``).
         config: the options.
@@ -307,16 +323,51 @@ class SceneMetricsTrainingCallback(TrainingCallback):
         self._warned: set[str] = set()
         holder = getattr(pipeline, "scenemetrics_state", None)
         self._state = holder if isinstance(holder, CallbackState) else None
+        self._worker: BackgroundWorker | None = None
+        if config.background:
+            self._worker = BackgroundWorker("scenemetrics nerfstudio callback", config.max_pending)
+            if self._state is not None:
+                self._state.before_save = self._worker.drain  # a checkpoint holds every evaluation it counts
+
+    def run_callback_at_location(self, step: int, location: TrainingCallbackLocation) -> None:
+        """nerfstudio calls this at every location of every iteration; in the background mode it also hands the
+        finished evaluations to the writer after each iteration and waits for the pending ones after training."""
+        if self._worker is not None:
+            if location == getattr(TrainingCallbackLocation, "AFTER_TRAIN", None):
+                self.close()
+                return
+            if location == TrainingCallbackLocation.AFTER_TRAIN_ITERATION:
+                self._worker.poll()
+        super().run_callback_at_location(step, location)
+
+    def close(self) -> None:
+        """Background mode: wait for the pending evaluations and write them out (nerfstudio's end of training does
+        this through ``AFTER_TRAIN``; call it yourself after a loop of your own). Nothing to do otherwise.
+
+        Raises:
+            BackgroundEvaluationError: a background evaluation failed (naming its iteration and what failed).
+        """
+        if self._worker is None:
+            return
+        self._worker.close()
+        if comms.is_main_process():
+            import nerfstudio.configs.base_config  # noqa: F401  (the writer cannot be nerfstudio's first import)
+            from nerfstudio.utils import writer
+
+            writer.write_out_storage()  # the trainer wrote out its events before AFTER_TRAIN
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
             self._warned.add(key)
             warnings.warn(message, UserWarning, stacklevel=3)
 
-    def evaluate(self, step: int) -> EvaluationResult | None:
-        """Evaluate and log at iteration ``step``; returns the result (``None`` when skipped)."""
+    def evaluate(self, step: int) -> EvaluationResult | Future[EvaluationResult] | None:
+        """Evaluate and log at iteration ``step``; returns the result (``None`` when skipped; in the background mode
+        the future of the result)."""
         if (step == 0 and not self.config.eval_at_start) or not comms.is_main_process():
             return None
+        if self._worker is not None:
+            return self._evaluate_in_background(step)
         pipeline = self.pipeline
         modes = [(module, module.training) for module in pipeline.modules()]
         start = perf_counter()
@@ -329,7 +380,7 @@ class SceneMetricsTrainingCallback(TrainingCallback):
                 assert self.runner is not None
                 self.runner.begin(collect_images=True, step=step)
                 for index, view in enumerate(self._views):
-                    self.runner.update(index, self._render(view))
+                    self.runner.update(index, self._view_from_outputs(view, *self._render_outputs(view)))
                 result = self.runner.finish()
                 if self._state is not None:
                     self._state.state = self.runner.state_dict()
@@ -339,6 +390,48 @@ class SceneMetricsTrainingCallback(TrainingCallback):
         result.scalars[f"{self.config.prefix}eval_seconds"] = perf_counter() - start
         log_to_nerfstudio(result, step)
         return result
+
+    def _evaluate_in_background(self, step: int) -> Future[EvaluationResult]:
+        worker = self._worker
+        assert worker is not None
+        worker.wait_for_slot(step)
+        pipeline = self.pipeline
+        modes = [(module, module.training) for module in pipeline.modules()]
+        try:
+            pipeline.eval()
+            with torch.no_grad():
+                if self.runner is None:
+                    self._setup()
+                start = perf_counter()  # the one-time reference embedding is not part of the evaluation cost
+                outputs = [(k, *self._render_outputs(view)) for k, view in enumerate(self._views)]
+                render_seconds = perf_counter() - start
+        finally:
+            for module, training in modes:
+                module.train(training)
+        runner = self.runner
+        assert runner is not None
+
+        def work(copies: list[tuple[int, Tensor, Tensor | None]]) -> EvaluationResult:
+            began = perf_counter()
+            with torch.no_grad():
+                runner.begin(collect_images=True, step=step)
+                for index, rgb, background in copies:
+                    runner.activity = f"preparing view {index}"
+                    runner.update(index, self._view_from_outputs(self._views[index], rgb, background))
+                result = runner.finish()
+                if self._state is not None:
+                    self._state.state = runner.state_dict()
+            result.scalars[f"{self.config.prefix}eval_seconds"] = render_seconds + perf_counter() - began
+            return result
+
+        return worker.submit(
+            step,
+            outputs,
+            work,
+            hand_back=log_to_nerfstudio,  # nerfstudio's writer keeps one list of events: the training thread only
+            describe=lambda: runner.activity,
+            device=pipeline.device,
+        )
 
     # -- first evaluation ------------------------------------------------------------------------------------------
     def _setup(self) -> None:
@@ -386,15 +479,18 @@ class SceneMetricsTrainingCallback(TrainingCallback):
         return _limit_side(_hwc_to_batch(dataset.get_image_float32(index)), self.config.max_image_side)
 
     # -- one view --------------------------------------------------------------------------------------------------
-    def _render(self, view: dict[str, Any]) -> RenderedView:
-        pipeline = self.pipeline
-        device = pipeline.device
-        model: Any = pipeline.model
-        outputs = model.get_outputs_for_camera(view["camera"].to(device))
-        render = _limit_side(_hwc_to_batch(outputs["rgb"]).clamp(0, 1), self.config.max_image_side)
-        evals = pipeline.datamanager.eval_dataset
+    def _render_outputs(self, view: dict[str, Any]) -> tuple[Tensor, Tensor | None]:
+        """What needs the model: the view's ``rgb`` (H, W, 3) and the model's ``background`` colour (or ``None``)."""
+        model: Any = self.pipeline.model
+        outputs = model.get_outputs_for_camera(view["camera"].to(self.pipeline.device))
+        return outputs["rgb"], outputs.get("background")
+
+    def _view_from_outputs(self, view: dict[str, Any], rgb: Tensor, background: Tensor | None) -> RenderedView:
+        """The rest, from the rendered ``rgb``: target loaded (composited on ``background``), sizes matched, checked."""
+        render = _limit_side(_hwc_to_batch(rgb).clamp(0, 1), self.config.max_image_side)
+        evals = self.pipeline.datamanager.eval_dataset
         target = _limit_side(
-            _hwc_to_batch(evals.get_image_float32(view["index"]), outputs.get("background")), self.config.max_image_side
+            _hwc_to_batch(evals.get_image_float32(view["index"]), background), self.config.max_image_side
         )
         size = (int(render.shape[-2]), int(render.shape[-1]))
         if tuple(target.shape[-2:]) != size:
@@ -426,8 +522,12 @@ class CallbackState(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.state: dict[str, Any] = {}
+        self.before_save: Callable[[], None] | None = None
+        """Called before the state is read (the background mode waits for its pending evaluations there)."""
 
     def get_extra_state(self) -> dict[str, Any]:
+        if self.before_save is not None:
+            self.before_save()
         return dict(self.state)
 
     def set_extra_state(self, state: Any) -> None:

@@ -20,7 +20,15 @@ from torch import Tensor
 
 from scenemetrics.image import check_images
 
-__all__ = ["RenderedView", "SceneRenderable", "as_rendered_view", "is_one_shot", "prepare_view"]
+__all__ = [
+    "RenderedView",
+    "SceneRenderable",
+    "as_rendered_view",
+    "check_view",
+    "is_one_shot",
+    "normalize_view",
+    "prepare_view",
+]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -91,6 +99,8 @@ def as_rendered_view(item: Any, producer: str) -> RenderedView:
 def prepare_view(view: RenderedView, producer: str, index: int, *, clamp: bool = True) -> RenderedView:
     """Validate a rendered view and bring it to batch form (render clamped, target checked, never clamped).
 
+    The two stages of :func:`normalize_view` (structure) and :func:`check_view` (values) in one call.
+
     Args:
         view: the view to check.
         producer: who produced it (for error messages), e.g. ``"pl_module.render_view"``.
@@ -104,6 +114,18 @@ def prepare_view(view: RenderedView, producer: str, index: int, *, clamp: bool =
         ValueError: render not ``(3, H, W)``/``(B, 3, H, W)``, not floating point, or not finite; target invalid
             (``scenemetrics.image`` rules, range included) or of another shape than the render.
     """
+    return check_view(normalize_view(view, producer, index), producer, index, clamp=clamp)
+
+
+def normalize_view(view: RenderedView, producer: str, index: int) -> RenderedView:
+    """The checks of a view that need no look at its values: the render's type, shape and dtype; batch form.
+
+    Nothing here waits for a GPU (no value is read), so a training thread can run it right after rendering and hand
+    the view to a background worker, which runs :func:`check_view`.
+
+    Raises:
+        ValueError: render not a tensor, not ``(3, H, W)``/``(B, 3, H, W)``, or not floating point.
+    """
     where = f"{producer} (view {index})"
     render = view.render
     if not isinstance(render, Tensor):
@@ -116,23 +138,35 @@ def prepare_view(view: RenderedView, producer: str, index: int, *, clamp: bool =
         )
     if not render.is_floating_point():
         raise ValueError(f"{where} returned a render of dtype {render.dtype}; expected a floating-point tensor")
-    render = render.detach()
+    target = view.target.detach() if isinstance(view.target, Tensor) else view.target
+    extras = view.extras if view.extras is not None else _EMPTY
+    source = extras.get("source")
+    if isinstance(source, Tensor) and source.ndim == 3:
+        extras = {**extras, "source": source.unsqueeze(0)}
+    return RenderedView(render.detach(), target, extras)
+
+
+def check_view(view: RenderedView, producer: str, index: int, *, clamp: bool = True) -> RenderedView:
+    """The checks of a :func:`normalize_view`-ed view that read its values; the render clamped.
+
+    Raises:
+        ValueError: a render with NaN or infinite values; a target invalid (``scenemetrics.image`` rules, range
+            included) or of another shape than the render.
+    """
+    where = f"{producer} (view {index})"
+    render = view.render
     if render.numel() and not bool(torch.isfinite(render).all()):
         raise ValueError(f"{where} returned a render with NaN or infinite values")
     if clamp:
         render = render.clamp(0.0, 1.0)
     target = view.target
     if target is not None:
-        target = check_images(target.detach() if isinstance(target, Tensor) else target, f"target of {where}")
+        target = check_images(target, f"target of {where}")
         if target.shape != render.shape:
             raise ValueError(
                 f"target of {where} has shape {tuple(target.shape)} but the render has shape {tuple(render.shape)}"
             )
-    extras = view.extras if view.extras is not None else _EMPTY
-    source = extras.get("source")
-    if isinstance(source, Tensor) and source.ndim == 3:
-        extras = {**extras, "source": source.unsqueeze(0)}
-    return RenderedView(render, target, extras)
+    return RenderedView(render, target, view.extras)
 
 
 def is_one_shot(views: Any) -> bool:
