@@ -10,7 +10,7 @@ seconds, CUDA synchronised), ``baseline`` and ``baseline_time_s`` (what ``time_s
 (``time_s / baseline_time_s``) and ``note``. The checks:
 
 * **PuzzleSim search** on the speed benchmark's references (``benchmarks/puzzlesim_speed.py``: 34 synthetic views of
-  416×628, one novel view): the automatic search (the fused Triton kernel on CUDA) against the exhaustive fp32
+  416×628, one novel view): the automatic search (the plain GEMM search on CUDA) against the exhaustive fp32
   search (max map difference, time per image), and against ``puzzle-sim``'s default path (``PuzzleSim(refs)(test)``,
   its CUDA path on a GPU).
 * **gsplat example training**: ``examples/monitor_gsplat.py``'s loop (simple_trainer-shaped) for 500 steps with
@@ -224,23 +224,14 @@ def puzzlesim_rows(s: Settings) -> list[Row]:
         t_auto, auto["map"] = timed(lambda: memory.similarity_map(test, screening="auto"), s.device, s.repeats)
         auto["time"] = t_auto
         t_off, exhaustive = timed(lambda: memory.similarity_map(test, screening="off"), s.device, s.repeats)
-        note = setting
-        status = "ok"
-        if s.cuda and method != "triton":
-            status, note = (
-                "failed",
-                f"the automatic CUDA search is {method!r}, not the Triton kernel (is triton installed?)",
-            )
-        elif not s.cuda:
-            note += "; the Triton kernel needs CUDA: the CPU's automatic search is compared instead"
         return {
-            "status": status,
+            "status": "ok",
             "max_abs_diff": max_abs_diff(auto["map"], exhaustive),
             "time_s": t_auto,
             "baseline": "exhaustive fp32",
             "baseline_time_s": t_off,
             "ratio": t_auto / t_off,
-            "note": note,
+            "note": setting,
         }
 
     def versus_puzzle_sim() -> dict[str, Any]:
@@ -277,8 +268,13 @@ def gsplat_rows(s: Settings) -> list[Row]:
     from scenemetrics.tiny_splat import rasterization as tiny_rasterization
 
     steps, every = (10, 5) if s.tiny else (500, 100)
-    size, gaussians, num_train, num_eval = (24, 48, 3, 2) if s.tiny else (384, 50_000, 32, 4)
     use_gsplat = s.cuda and importlib.util.find_spec("gsplat") is not None
+    if s.tiny:
+        size, gaussians, num_train, num_eval = 24, 48, 3, 2
+    elif use_gsplat:
+        size, gaussians, num_train, num_eval = 384, 50_000, 32, 4
+    else:  # tiny_splat composites every Gaussian at every pixel: (N, H, W) tensors, so a smaller scene
+        size, gaussians, num_train, num_eval = 128, 4096, 32, 4
     backend = "gsplat.rasterization" if use_gsplat else "scenemetrics.tiny_splat.rasterization"
     if use_gsplat:
         why = ""

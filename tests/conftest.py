@@ -39,6 +39,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(autouse=True)
+def _fp32_on_cuda(request: pytest.FixtureRequest):
+    """CUDA tests compare with the CPU in true float32: PyTorch runs convolutions in TF32 by default on Ampere and
+    newer GPUs (``torch.backends.cudnn.allow_tf32``), which moves results by about 1e-3 relative (docs: devices)."""
+    if "gpu" not in request.keywords:
+        yield
+        return
+    flags = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = flags
+
+
+@pytest.fixture(autouse=True)
 def _isolated_caches(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Point every cache at an empty folder and forbid downloads: tests never touch the network."""
     home = tmp_path_factory.mktemp("scenemetrics_home")

@@ -89,3 +89,18 @@ def test_soft_loss_backward_on_cuda(squeeze_ckpt):
     y = cuda(IMAGES).requires_grad_(True)
     puzzle_similarity_map(y, cuda(REFS), weights_path=squeeze_ckpt).sum().backward()
     assert bool(torch.isfinite(y.grad).all()) and float(y.grad.abs().max()) > 0
+
+
+def test_cuda_map_matches_puzzle_sim(checkpoint, torchvision_cache):
+    """The automatic CUDA search against the authors' ``puzzle-sim`` on the GPU (its CUDA path)."""
+    puzzle_sim = pytest.importorskip("puzzle_sim", reason="needs puzzle-sim (the [dev] extra)")
+    refs = smooth_images(6, 192, 256, seed=3).cuda()
+    image = smooth_images(1, 192, 256, seed=4).cuda()
+    full = checkpoint("squeezenet1_1", classifier=True)  # puzzle-sim loads torchvision's whole SqueezeNet strictly
+    memory = PuzzleSimMemory(refs, weights_path=full)
+    ours = memory.similarity_map(image)
+    torch.testing.assert_close(ours, memory.similarity_map(image, screening="off"), atol=0, rtol=0)
+    torchvision_cache("squeezenet1_1", full)
+    with torch.no_grad():
+        theirs = puzzle_sim.PuzzleSim(refs)(image, mem_save=False)
+    torch.testing.assert_close(ours[0], theirs.reshape(ours.shape[1:]).float(), atol=1e-3, rtol=0)

@@ -5,7 +5,7 @@ of the same layer; the best cosine similarity is its score ("can this puzzle pie
 references?"). Low values mark artifacts. No aligned ground truth is needed.
 
 This module holds the tensor math: unit feature rows, the choice of the exact Eq. 1 search and its dispatch (plain,
-bf16-screened, projection-bound, fused Triton, faiss, and the gradient path through the argmax), the layer
+bf16-screened, projection-bound, faiss, and the gradient path through the argmax), the layer
 combination (Eq. 3) and the raw-feature functions (:func:`best_match_similarity`, its soft Gibbs-mean relaxation).
 Scoring images against a :class:`~scenemetrics.puzzlesim.PuzzleSimMemory` (backbone features, searches on its
 cached indices) is the memory's job: :meth:`~scenemetrics.puzzlesim.PuzzleSimMemory.similarity_map_for`.
@@ -29,7 +29,6 @@ from scenemetrics.checks import check_choice
 from scenemetrics.puzzlesim import bf16 as _bf16
 from scenemetrics.puzzlesim import search as _search
 from scenemetrics.puzzlesim.options import SCREENING, Screening, check_chunk_size
-from scenemetrics.puzzlesim.triton_search import triton_max
 
 __all__ = [
     "best_match_similarity",
@@ -82,13 +81,13 @@ def unit_rows_into(f: Tensor, out: Tensor) -> Tensor:
 
 
 def search_method(screening: str, device: torch.device, k: int, need_grad: bool, precision: str = "float32") -> str:
-    """Which exact search a call runs: ``"plain"``, ``"bf16"`` (bf16-screened), ``"bound"`` (projection bound) or
-    ``"triton"`` (fused GPU kernel).
+    """Which exact search a call runs: ``"plain"``, ``"bf16"`` (bf16-screened) or ``"bound"`` (projection bound).
 
     ``"off"`` -> plain (the exhaustive reference); ``"on"`` -> bf16-screened (float32, no gradients). ``"auto"``:
-    on CUDA the fused Triton kernel when Triton is installed; on a CPU with float32 and at least 4 blocks of
-    reference vectors, bf16-screened where the bf16 decision enables it and no gradient is needed, otherwise the
-    projection-bound search (which also gives the argmax for gradients); plain elsewhere.
+    on a CPU with float32 and at least 4 blocks of reference vectors, bf16-screened where the bf16 decision enables
+    it and no gradient is needed, otherwise the projection-bound search (which also gives the argmax for gradients);
+    plain elsewhere, GPUs included: there the chunked GEMM + max of the plain search was the fastest exact search
+    measured (docs/puzzlesim.md, "On a GPU").
 
     Example:
         >>> search_method("off", torch.device("cpu"), 10_000, False)
@@ -96,10 +95,6 @@ def search_method(screening: str, device: torch.device, k: int, need_grad: bool,
     """
     if screening == "off":
         return "plain"
-    if device.type == "cuda" and screening == "auto":
-        from scenemetrics.puzzlesim.triton_search import triton_available
-
-        return "triton" if triton_available(device) else "plain"
     if precision != "float32":
         return "plain"
     if screening == "on":
@@ -134,8 +129,6 @@ def _best_match(
                 index = bound_index()
                 r = index.vectors
                 _, idx = _search.bound_max(q.detach(), index, chunk, with_indices=True)
-            elif method == "triton":
-                _, idx = triton_max(q.detach().to(r.dtype), r.detach(), with_indices=True)
             else:
                 _, idx = _search.plain_max(q.detach().to(r.dtype), r, chunk, with_indices=True)
         return (q * r[idx].to(q.dtype)).sum(dim=1)
@@ -146,8 +139,6 @@ def _best_match(
         return _search.screened_max(q, screen_index(), chunk)
     if method == "bound":
         return _search.bound_max(q, bound_index(), chunk)[0]
-    if method == "triton":
-        return triton_max(q.to(r.dtype), r)[0]
     return _search.plain_max(q.to(r.dtype), r, chunk)[0]
 
 

@@ -70,9 +70,9 @@ def puzzle_similarity_map(
             antialiased); maps keep the original test size.
         chunk_size: maximum number of similarities materialised at once (``None``: 2^22 on CPU, 2^26 on CUDA).
         precision: ``"float32"``; ``"float16"`` / ``"bfloat16"`` on CUDA only.
-        screening: ``"auto"`` picks the fastest exact search: on CUDA a fused Triton kernel (when Triton is
-            installed); on CPU, for banks of at least 1024 vectors, the projection-bound branch-and-bound search, or
-            the exact bf16-screened search on CPUs with a fast and accurate bf16 GEMM
+        screening: ``"auto"`` picks the fastest exact search: on CUDA the exhaustive GEMM search; on CPU, for
+            banks of at least 1024 vectors, the projection-bound branch-and-bound search, or the exact
+            bf16-screened search on CPUs with a fast and accurate bf16 GEMM
             (float32, exact search, no gradients); the CPU is judged once per machine from its capabilities (x86
             AVX512-BF16 / AMX-BF16), with a millisecond probe where those do not settle it, and the answer is
             cached in ``$SCENEMETRICS_HOME/puzzlesim/bf16.json``; the environment variable ``SCENEMETRICS_BF16`` =
