@@ -39,17 +39,20 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from scenemetrics.registry import MetricConfig, Option, register_metric
+from scenemetrics.registry import MetricAdapter, MetricConfig, Option, ViewItem, register_metric
 
 __all__ = [
     "build_lpips",
     "build_osim",
+    "build_osim_patches",
     "build_prism",
     "build_prism_mmd",
     "build_psnr",
     "build_puzzlesim",
     "build_ssim",
+    "feed_objects",
     "lpips_checkpoint",
+    "osim_boxes_file",
     "osim_requirement",
     "prism_requirement",
 ]
@@ -305,15 +308,62 @@ register_metric(
 _OSIM_RANDOM_DETECTOR = "yolox_nano"
 
 
-def build_osim(config: MetricConfig) -> Any:
-    """:class:`scenemetrics.OSIM`; with random weights a random ``yolox_nano`` unless ``detector`` names another."""
+_BOXES_FILES: dict[tuple[str, int, int], Any] = {}
+
+
+def osim_boxes_file(path: str | os.PathLike) -> Any:
+    """The :class:`scenemetrics.osim.BoxesFile` at ``path``, read once per (file, modification time, size).
+
+    Raises:
+        ValueError: the file cannot be read or is not a valid boxes file (the message names it).
+    """
+    regions = importlib.import_module("scenemetrics.osim.regions")
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError as err:
+        raise ValueError(f"could not read boxes file {os.fspath(p)!r}: {err}") from None
+    key = (str(p.resolve()), st.st_mtime_ns, st.st_size)
+    if key not in _BOXES_FILES:
+        _BOXES_FILES[key] = regions.read_boxes_file(p)
+    return _BOXES_FILES[key]
+
+
+def _osim_kwargs(config: MetricConfig, own: Sequence[str] = ()) -> dict[str, Any]:
+    """The detector keyword arguments of OSIM and its patch baselines (``own``: the metric's other options, left
+    out); with random weights a random ``yolox_nano`` unless ``detector`` names another. A ``boxes`` file is read
+    (and so checked) here, before any view is scored."""
     osim = importlib.import_module("scenemetrics.osim")
-    kwargs = dict(config.kwargs)
+    kwargs = {k: v for k, v in config.kwargs.items() if k not in ("boxes", *own)}
+    if config.options.get("boxes") is not None:
+        osim_boxes_file(config.options["boxes"])
     kwargs.setdefault("detector", _OSIM_RANDOM_DETECTOR if config.random_weights else "yolox_x")
     if config.random_weights:
         detector = kwargs["detector"]
         kwargs["weights_path"] = str(osim.random_checkpoint(detector, config.work_dir / f"osim-{detector}-random.pth"))
-    return osim.OSIM(**kwargs)
+    return kwargs
+
+
+def build_osim(config: MetricConfig) -> Any:
+    """:class:`scenemetrics.OSIM`; with random weights a random ``yolox_nano`` unless ``detector`` names another."""
+    osim = importlib.import_module("scenemetrics.osim")
+    return osim.OSIM(**_osim_kwargs(config))
+
+
+_PAIRED = MetricAdapter(name="", factory=None, update="paired")
+"""The plain ``update(render, target)`` dispatch, which :func:`feed_objects` extends."""
+
+
+def feed_objects(metric: Any, item: ViewItem, config: MetricConfig) -> tuple:
+    """``update(render, target[, boxes])`` of OSIM and its patch baselines: with a ``boxes`` option, the view's
+    regions from that file (the view's scene section first; views the file does not list get none)."""
+    args = _PAIRED.update_args(metric, item, config)
+    path = config.options.get("boxes")
+    if path is None:
+        return args
+    scene = item.unit.split("/", 1)[1] if "/" in item.unit else None
+    regions = osim_boxes_file(path).for_view(item.name, scene)
+    return (*args, [regions] * int(item.render.shape[0]))
 
 
 osim_requirement = _package_requirement("scenemetrics.osim", "OSIM", "OSIM")
@@ -341,6 +391,7 @@ register_metric(
             "saliency weighting of the objects",
             choices="scenemetrics.osim.options:SALIENCY_MODES",
         ),
+        Option("boxes", Path, None, "boxes file (JSON/CSV) of objects the detector misses, scored next to its own"),
     ],
     inputs=("gt",),
     higher_is_better=True,
@@ -348,6 +399,7 @@ register_metric(
     requires=osim_requirement,
     per_view=False,
     update="paired",
+    feed=feed_objects,
     metric_class="scenemetrics.osim.metric:OSIM",
     pictures=("objects",),
     overlay="scenemetrics.osim:low_objects_picture",
@@ -453,3 +505,144 @@ register_metric(
     metric_class="scenemetrics.prism.metric:PRISMMMD",
     **_PRISM_ADAPTER,
 )
+
+
+# ---- osim_patch_psnr, osim_patch_ssim, osim_patch_lpips, osim_patch_clip (OSIM's "Bbox Patch" baselines) ------------
+#
+# PSNR / SSIM / LPIPS / CLIP similarity inside each of OSIM's objects (detected on the ground truth, plus the given
+# boxes), pooled per class and weighted by saliency exactly as OSIM (scenemetrics.osim.patches). The OSIM room holds
+# the objects and the pooling, the fullref room SSIM and LPIPS; they meet here. Family "osim": --osim-detector,
+# --osim-conf, --osim-boxes, ... set OSIM and its baselines alike.
+
+_PATCH_OPTIONS = (
+    Option(
+        "detector",
+        str,
+        "yolox_x",
+        "YOLOX variant (yolox_nano with random weights)",
+        choices="scenemetrics.osim.checkpoints:YOLOX_VARIANTS",
+    ),
+    Option("weights", Path, None, "YOLOX checkpoint (file or folder)", argument="weights_path"),
+    Option("conf", float, 0.35, "detection confidence threshold", argument="conf_threshold", low=0, high=1),
+    Option("nms", float, 0.45, "NMS IoU threshold", argument="nms_threshold", low=0, high=1),
+    Option(
+        "saliency",
+        str,
+        "gbvs",
+        "saliency weighting of the objects",
+        choices="scenemetrics.osim.options:SALIENCY_MODES",
+    ),
+    Option("boxes", Path, None, "boxes file (JSON/CSV) of objects the detector misses, scored next to its own"),
+)
+_PATCH_LPIPS_OPTIONS = (
+    Option("lpips_net", str, "alex", "LPIPS backbone of osim_patch_lpips", choices=("alex", "vgg", "squeeze")),
+    Option(
+        "lpips_weights",
+        Path,
+        None,
+        "torchvision checkpoint of the LPIPS backbone (file, or folder with the linear layers too)",
+    ),
+)
+_PATCH_CLIP_OPTIONS = (
+    Option(
+        "embedder",
+        str,
+        None,
+        "image embedding of osim_patch_clip, as module:function mapping (B, 3, h, w) RGB [0, 1] to (B, D)",
+    ),
+)
+
+
+def _patch_ssim(config: MetricConfig) -> Any:
+    fullref = importlib.import_module("scenemetrics.fullref")
+    patches = importlib.import_module("scenemetrics.osim.patches")
+    # fullref.ssim is torchmetrics' SSIM (reflect padding by 5 needs 6 pixels per side)
+    return patches.PatchScore(fullref.ssim, "ssim", higher_is_better=True, min_side=6)
+
+
+def _patch_lpips(config: MetricConfig) -> Any:
+    import functools
+
+    fullref = importlib.import_module("scenemetrics.fullref")
+    patches = importlib.import_module("scenemetrics.osim.patches")
+    net = config.options.get("lpips_net", "alex")
+    spec = fullref.NETS[net]
+    weights = config.options.get("lpips_weights")
+    if config.random_weights:
+        weights = _random_torchvision_features(spec.arch, config)
+    fullref.load_lpips(net, weights)  # resolve and load the files now: a missing file fails before any view
+    fn = functools.partial(fullref.lpips, net=net, weights_path=weights)
+    return patches.PatchScore(fn, "lpips", higher_is_better=False, min_side=spec.min_side)
+
+
+def _random_torchvision_features(arch: str, config: MetricConfig) -> str:
+    from scenemetrics.puzzlesim import random_checkpoint
+
+    path = config.work_dir / f"{config.name}-{arch}-random.pth"
+    return str(random_checkpoint(arch, path, include_classifier=False))
+
+
+def _patch_clip(config: MetricConfig) -> Any:
+    patches = importlib.import_module("scenemetrics.osim.patches")
+    ref = config.options["embedder"]
+    module, _, attr = str(ref).partition(":")
+    if not module or not attr:
+        raise ValueError(f"{config.flag('embedder')} must name a function as module:function; received {ref!r}")
+    embed: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        embed = getattr(embed, part)
+    return patches.embedding_score(embed, "clip")
+
+
+def _patch_psnr(config: MetricConfig) -> Any:
+    return importlib.import_module("scenemetrics.osim.patches").psnr_score()
+
+
+_PATCH_SCORES: Mapping[str, tuple[Callable[[MetricConfig], Any], tuple[Option, ...]]] = MappingProxyType(
+    {
+        "osim_patch_psnr": (_patch_psnr, ()),
+        "osim_patch_ssim": (_patch_ssim, ()),
+        "osim_patch_lpips": (_patch_lpips, _PATCH_LPIPS_OPTIONS),
+        "osim_patch_clip": (_patch_clip, _PATCH_CLIP_OPTIONS),
+    }
+)
+
+
+def build_osim_patches(config: MetricConfig) -> Any:
+    """:class:`scenemetrics.osim.OSIMPatches` with the patch score of ``config.name``."""
+    osim = importlib.import_module("scenemetrics.osim")
+    score, own = _PATCH_SCORES[config.name]
+    kwargs = _osim_kwargs(config, [o.keyword for o in own])
+    return osim.OSIMPatches(score(config), **kwargs)
+
+
+def _clip_requirement(config: MetricConfig) -> str | None:
+    reason = osim_requirement(config)
+    if reason is None and config.options.get("embedder") is None:
+        reason = f"needs an image embedding: {config.flag('embedder')} module:function (e.g. a CLIP image encoder)"
+    return reason
+
+
+for _name, _what, _best in (
+    ("osim_patch_psnr", "PSNR (dB)", True),
+    ("osim_patch_ssim", "SSIM", True),
+    ("osim_patch_lpips", "LPIPS", False),
+    ("osim_patch_clip", "CLIP cosine similarity", True),
+):
+    register_metric(
+        _name,
+        build_osim_patches,
+        options=(*_PATCH_OPTIONS, *_PATCH_SCORES[_name][1]),
+        family="osim",
+        inputs=("gt",),
+        higher_is_better=_best,
+        description=f"{_what} inside each OSIM object (detected on the ground truth or given), pooled per class and "
+        "weighted by saliency as OSIM (the paper's Bbox Patch baseline)",
+        requires=_clip_requirement if _name == "osim_patch_clip" else osim_requirement,
+        per_view=False,
+        update="paired",
+        feed=feed_objects,
+        metric_class="scenemetrics.osim.metric:OSIMPatches",
+        pictures=("objects",),
+        class_names="scenemetrics.osim:COCO_CLASSES",
+    )

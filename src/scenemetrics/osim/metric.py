@@ -247,7 +247,8 @@ class OSIMPatches(_PooledObjects):
         options = OSIMOptions(detector, layer, conf_threshold, nms_threshold, saliency)
         super().__init__(options, weights_path, model, num_classes, class_names, **kwargs)
         self.score = score
-        self.higher_is_better = score.higher_is_better
+        # torchmetrics guards the class constant against assignment; the direction of a patch baseline is its score's
+        object.__setattr__(self, "higher_is_better", score.higher_is_better)
 
     def _score(self, p: Tensor, t: Tensor, given: list[GivenBoxes] | None) -> OSIMResult:
         return _osim_patches(
