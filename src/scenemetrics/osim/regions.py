@@ -191,7 +191,7 @@ def check_given_boxes(
     names = pool_names(class_names, num_classes)[:-1]
     out = []
     for i, entry in enumerate(boxes):
-        where = f"`boxes[{i}]`"
+        where = f"boxes[{i}]"
         classes: Sequence[Any] | None = None
         if entry is None:
             rows: list[list[float]] = []
@@ -347,8 +347,8 @@ def _read_csv(text: str, path: str) -> BoxesFile:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
         cols = [(c or "").strip() for c in (reader.fieldnames or [])]
-        rows = [{(k or "").strip(): (v or "").strip() if isinstance(v, str) else v for k, v in r.items()}
-                for r in reader]  # fmt: skip
+        raw = list(reader)
+        rows = [{(k or "").strip(): (v or "").strip() if isinstance(v, str) else v for k, v in r.items()} for r in raw]
     except csv.Error as err:
         raise ValueError(f"{path}, line {reader.line_num}: not a CSV table ({err})") from None
     required = ["view", "x1", "y1", "x2", "y2"]
@@ -358,9 +358,9 @@ def _read_csv(text: str, path: str) -> BoxesFile:
                          f"missing {missing}")  # fmt: skip
     views: dict[str, dict[str, list]] = {}
     scenes: dict[str, dict[str, dict[str, list]]] = {}
-    for n, row in enumerate(rows, start=2):
+    for n, (row, original) in enumerate(zip(rows, raw, strict=True), start=2):
         where = f"{path}, line {n}"
-        if None in row:  # more fields than the header names
+        if None in original:  # more fields than the header names
             raise ValueError(f"{where}: more fields than the header's {len(cols)}")
         box = []
         for c in ("x1", "y1", "x2", "y2"):
