@@ -35,6 +35,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -98,6 +99,12 @@ class PatchScore:
             raise ValueError(f"`higher_is_better` must be a bool; received {self.higher_is_better!r}")
 
 
+def _psnr(pred: Tensor, target: Tensor, data_range: float) -> Tensor:
+    from torchmetrics.functional.image import peak_signal_noise_ratio
+
+    return peak_signal_noise_ratio(pred, target, data_range=data_range, reduction="none", dim=(1, 2, 3))
+
+
 def psnr_score(data_range: float = 1.0) -> PatchScore:
     """PSNR of a patch (dB): torchmetrics' ``peak_signal_noise_ratio`` over the patch's pixels and channels.
 
@@ -110,12 +117,17 @@ def psnr_score(data_range: float = 1.0) -> PatchScore:
         >>> float(psnr_score().fn(x + 0.1, x))  # MSE 0.01 -> 20 dB
         20.0
     """
-    from torchmetrics.functional.image import peak_signal_noise_ratio
+    # a partial of a module-level function: the score, and a metric holding it, pickle (DDP, checkpoints)
+    return PatchScore(functools.partial(_psnr, data_range=float(data_range)), "psnr", higher_is_better=True)
 
-    def fn(pred: Tensor, target: Tensor) -> Tensor:
-        return peak_signal_noise_ratio(pred, target, data_range=data_range, reduction="none", dim=(1, 2, 3))
 
-    return PatchScore(fn, "psnr", higher_is_better=True)
+def _embedding_cosine(pred: Tensor, target: Tensor, embed: EmbedFn, name: str) -> Tensor:
+    both = embed(torch.cat([pred, target]))
+    if not isinstance(both, Tensor) or both.ndim != 2 or both.shape[0] != 2 * pred.shape[0]:
+        got = tuple(both.shape) if isinstance(both, Tensor) else type(both).__name__
+        raise ValueError(f"the {name} embedding must return (B, D) embeddings; received {got}")
+    e_p, e_t = both.float().split(pred.shape[0])
+    return F.cosine_similarity(e_p, e_t, dim=1, eps=1e-8)
 
 
 def embedding_score(embed: EmbedFn, name: str = "clip") -> PatchScore:
@@ -123,7 +135,8 @@ def embedding_score(embed: EmbedFn, name: str = "clip") -> PatchScore:
     baseline when ``embed`` is a CLIP image encoder).
 
     Args:
-        embed: ``(B, 3, h, w)`` RGB [0, 1] -> ``(B, D)`` (it resizes and normalises as its model needs).
+        embed: ``(B, 3, h, w)`` RGB [0, 1] -> ``(B, D)`` (it resizes and normalises as its model needs). A
+            module-level function or a picklable object keeps the metric picklable.
         name: what the embedding is, for messages.
 
     Raises:
@@ -139,16 +152,7 @@ def embedding_score(embed: EmbedFn, name: str = "clip") -> PatchScore:
     """
     if not callable(embed):
         raise ValueError(f"`embed` must be callable (images -> (B, D) embeddings); received {type(embed).__name__}")
-
-    def fn(pred: Tensor, target: Tensor) -> Tensor:
-        both = embed(torch.cat([pred, target]))
-        if not isinstance(both, Tensor) or both.ndim != 2 or both.shape[0] != 2 * pred.shape[0]:
-            got = tuple(both.shape) if isinstance(both, Tensor) else type(both).__name__
-            raise ValueError(f"the {name} embedding must return (B, D) embeddings; received {got}")
-        e_p, e_t = both.float().split(pred.shape[0])
-        return F.cosine_similarity(e_p, e_t, dim=1, eps=1e-8)
-
-    return PatchScore(fn, name, higher_is_better=True)
+    return PatchScore(functools.partial(_embedding_cosine, embed=embed, name=name), name, higher_is_better=True)
 
 
 def _grow(lo: int, hi: int, size: int, minimum: int) -> tuple[int, int]:
