@@ -18,7 +18,10 @@ from typing import Any
 from scenemetrics import cliutils as _cli
 from scenemetrics.evaluation.cli import _add_option_flags, _csv_list, options_from_args
 
-__all__ = ["register", "run"]
+__all__ = ["DEGRADATION_NAMES", "register", "run"]
+
+DEGRADATION_NAMES = ("blur", "hue", "noise", "saltpepper")
+"""== :data:`scenemetrics.agreement.DEGRADATIONS` (checked by a test): known here without importing torch."""
 
 _EPILOG = """\
 Each view is degraded at levels 1..L (level 0: the view itself); full-reference metrics compare the degraded view
@@ -50,7 +53,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--degradations", default="blur,hue,noise,saltpepper", metavar="LIST",
                    help="comma-separated: blur, hue, noise, saltpepper (default: all four)")  # fmt: skip
     p.add_argument(
-        "--levels", type=int, default=3, metavar="N", help="levels 1..N of each degradation (1-3; default 3)"
+        "--levels", type=int, default=3, choices=(1, 2, 3), help="levels 1..N of each degradation (default 3)"
     )
     p.add_argument("--train-views", metavar="DIR", help="training views for PuzzleSim (DIR, or DIR/<scene>/)")
     p.add_argument("--seed", type=int, default=0, help="seed of the noise and salt-and-pepper draws (default 0)")
@@ -79,10 +82,10 @@ def run(args: argparse.Namespace) -> int:
 
         _plt()  # fail before any work when matplotlib is missing
     degradations = _csv_list(args.degradations)
-    known = ("blur", "hue", "noise", "saltpepper")  # == scenemetrics.agreement.DEGRADATIONS (checked by a test)
-    unknown = [d for d in degradations if d not in known]
+    unknown = [d for d in degradations if d not in DEGRADATION_NAMES]
     if unknown or not degradations:
-        raise _cli.UsageError(f"--degradations: unknown {unknown or degradations}; choose from {', '.join(known)}")
+        names = ", ".join(DEGRADATION_NAMES)
+        raise _cli.UsageError(f"--degradations: unknown {unknown or degradations}; choose from {names}")
     if args.seed < 0:
         raise _cli.UsageError(f"--seed must be >= 0; received {args.seed}")
     _cli.random_weights_banner(args)
