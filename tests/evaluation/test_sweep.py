@@ -164,7 +164,7 @@ def test_the_command_line(tmp_path, capsys):
 def test_known_degradations_list_matches_the_library():
     from scenemetrics.evaluation import sweep_cli
 
-    assert sweep_cli.DEGRADATION_NAMES == tuple(DEGRADATIONS)
+    assert tuple(DEGRADATIONS) == sweep_cli.DEGRADATION_NAMES
 
 
 def test_plot(tmp_path):
