@@ -77,10 +77,13 @@ def run(args: argparse.Namespace) -> int:
     from scenemetrics.evaluation.sweep import SweepConfig, format_table, run_sweep
     from scenemetrics.registry import load_plugins
 
-    if args.plots:
-        from scenemetrics.agreement.viz import _plt
+    if args.plots:  # fail before any work when matplotlib is missing
+        from scenemetrics.agreement.viz import VIZ_HINT
 
-        _plt()  # fail before any work when matplotlib is missing
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise ImportError(VIZ_HINT) from None
     degradations = _csv_list(args.degradations)
     unknown = [d for d in degradations if d not in DEGRADATION_NAMES]
     if unknown or not degradations:
