@@ -16,7 +16,8 @@ from scenemetrics.evaluation import cli as eval_cli
 from scenemetrics.registry import OptionFlag, get_metric, metric_names, option_flags
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "eval.md"
-BUILTINS = ("psnr", "ssim", "lpips", "puzzlesim", "osim", "prism", "prism_mmd")
+BUILTINS = ("psnr", "ssim", "lpips", "puzzlesim", "osim", "prism", "prism_mmd", "osim_patch_psnr", "osim_patch_ssim",
+            "osim_patch_lpips", "osim_patch_clip")  # fmt: skip
 START, END = "<!-- options-table:start -->", "<!-- options-table:end -->"
 
 
