@@ -18,6 +18,11 @@ name           metric                                                       inpu
 ``prism_mmd``  ``scenemetrics.PRISMMMD`` (anchors from ``anchors=`` file)   cameras / prism_mmd          low
 =============  ===========================================================  ===========================  =====
 
+OSIM's Bbox-patch baselines (family ``osim``: the ``--osim-*`` flags set them with OSIM): ``osim_patch_psnr``,
+``osim_patch_ssim``, ``osim_patch_lpips`` (lower is better) and ``osim_patch_clip``, each a
+:class:`scenemetrics.osim.OSIMPatches` whose per-patch score is PSNR (torchmetrics), :func:`scenemetrics.fullref.ssim`,
+:func:`scenemetrics.fullref.lpips` or the cosine of the ``embedder`` image embedding.
+
 Example:
     >>> from scenemetrics.registry import MetricConfig, get_metric
     >>> type(get_metric("psnr").build(MetricConfig("psnr", {}, "cpu"))).__name__
