@@ -408,7 +408,7 @@ register_metric(
     metric_class="scenemetrics.osim.metric:OSIM",
     pictures=("objects",),
     overlay="scenemetrics.osim:low_objects_picture",
-    class_names="scenemetrics.osim:COCO_CLASSES",
+    class_names="scenemetrics.osim:COCO_POOLS",
 )
 
 
@@ -649,5 +649,5 @@ for _name, _what, _best in (
         feed=feed_objects,
         metric_class="scenemetrics.osim.metric:OSIMPatches",
         pictures=("objects",),
-        class_names="scenemetrics.osim:COCO_CLASSES",
+        class_names="scenemetrics.osim:COCO_POOLS",
     )

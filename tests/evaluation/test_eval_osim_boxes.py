@@ -73,6 +73,9 @@ def test_eval_osim_and_patch_psnr_with_given_boxes(tree, tmp_path):
             got = float(rows[(method, scene)]["osim_patch_psnr"])
             assert got == pytest.approx(psnr, rel=1e-4) if math.isfinite(psnr) else got == math.inf
     assert float(rows[("m_clean", "alpha")]["osim"]) == pytest.approx(1.0, abs=1e-5)
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    names = {o["class_name"] for r in records for o in r["objects"].get("osim", [])}
+    assert names == {"cat", "car", "unlabelled"}  # beta's v1 box has class 2 (car); boxes without a class: unlabelled
 
 
 def test_a_bad_boxes_file_is_the_metrics_error(tree, tmp_path):

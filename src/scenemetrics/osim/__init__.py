@@ -40,6 +40,7 @@ _EXPORTS = {
     "osim_patches": "scenemetrics.osim.patches",
     "psnr_score": "scenemetrics.osim.patches",
     "UNLABELLED": "scenemetrics.osim.regions",
+    "COCO_POOLS": "scenemetrics.osim.regions",
     "BoxesFile": "scenemetrics.osim.regions",
     "read_boxes_file": "scenemetrics.osim.regions",
     "pool_names": "scenemetrics.osim.regions",

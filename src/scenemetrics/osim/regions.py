@@ -59,6 +59,7 @@ from scenemetrics.osim.yolox import COCO_CLASSES
 
 __all__ = [
     "BOXES_FORMAT",
+    "COCO_POOLS",
     "MAX_FILE_BYTES",
     "UNLABELLED",
     "BoxesFile",
@@ -71,6 +72,9 @@ __all__ = [
 
 UNLABELLED = "unlabelled"
 """Name of the pool of given boxes without a class (class id ``num_classes``, one past the detector's classes)."""
+
+COCO_POOLS = (*COCO_CLASSES, UNLABELLED)
+"""The pools of OSIM's per-class sums with the official 80-class detector: the COCO names, then ``"unlabelled"``."""
 
 BOXES_FORMAT = "scenemetrics.osim.boxes/1"
 """The optional ``format`` value of a JSON boxes file."""
