@@ -350,11 +350,8 @@ def run_sweep(config: SweepConfig) -> SweepResult:
     for entry in list(entries):
         reason = _unavailable_here(entry, scenes)
         if reason is not None:
-            if list(config.metrics) != ["all"]:
-                unavailable[entry.name] = reason
+            unavailable[entry.name] = reason
             entries.remove(entry)
-    if list(config.metrics) == ["all"]:
-        unavailable = {k: v for k, v in unavailable.items() if k in {e.name for e in entries}}
     if not entries:
         raise ValueError("no metric can run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
     out.mkdir(parents=True, exist_ok=True)
