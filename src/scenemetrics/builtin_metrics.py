@@ -28,7 +28,7 @@ Example:
     >>> type(get_metric("psnr").build(MetricConfig("psnr", {}, "cpu"))).__name__
     'PeakSignalNoiseRatio'
     >>> [o.key for o in get_metric("osim").options]
-    ['detector', 'weights', 'conf', 'nms', 'layer', 'saliency']
+    ['detector', 'weights', 'conf', 'nms', 'layer', 'saliency', 'boxes']
 """
 
 from __future__ import annotations
