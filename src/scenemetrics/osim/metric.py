@@ -207,8 +207,15 @@ class OSIMPatches(_PooledObjects):
     Args:
         score: the per-patch score (:class:`~scenemetrics.osim.patches.PatchScore`, e.g. from
             :func:`~scenemetrics.osim.patches.psnr_score` or :func:`~scenemetrics.osim.patches.embedding_score`).
-        detector, layer, conf_threshold, nms_threshold, saliency, weights_path, model, num_classes, class_names:
-            as :class:`OSIM` (the layer only matters through the detector's features; it is not compared).
+        detector: YOLOX variant, as :class:`OSIM` (the objects are OSIM's).
+        layer: as :class:`OSIM` (the detector's features are computed but not compared).
+        conf_threshold: detection confidence threshold.
+        nms_threshold: class-agnostic NMS IoU threshold.
+        saliency: ``"gbvs"``, ``"uniform"`` or a callable: the weights of the classes.
+        weights_path: YOLOX checkpoint file or folder.
+        model: a YOLOX to use instead of loading ``detector``.
+        num_classes: head size of the detector.
+        class_names: one name per class, in head order.
         kwargs: torchmetrics ``Metric`` options.
 
     Attributes:

@@ -250,8 +250,16 @@ def osim_patches(
         preds: ``(B, 3, H, W)`` or ``(3, H, W)`` test images, RGB float in [0, 1] or uint8.
         target: reference images of the same shape.
         score: the per-patch score (:class:`PatchScore`).
-        detector, layer, conf_threshold, nms_threshold, saliency, weights_path, model, num_classes, class_names,
-            boxes: as :func:`scenemetrics.osim.osim` (which objects, which saliency weights).
+        detector: YOLOX variant, as :func:`scenemetrics.osim.osim` (which objects are scored).
+        layer: as :func:`scenemetrics.osim.osim` (the detector's features are computed but not compared).
+        conf_threshold: detection confidence threshold.
+        nms_threshold: class-agnostic NMS IoU threshold.
+        saliency: ``"gbvs"``, ``"uniform"`` or a callable: the weights of the classes.
+        weights_path: YOLOX checkpoint file or folder.
+        model: a YOLOX to use instead of loading ``detector``.
+        num_classes: head size of the detector.
+        class_names: one name per class, in head order.
+        boxes: regions of your own next to the detector's, one entry per image (see :func:`scenemetrics.osim.osim`).
 
     Returns:
         An :class:`~scenemetrics.osim.functional.OSIMResult` whose ``r`` holds each object's patch score and whose
