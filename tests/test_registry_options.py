@@ -131,7 +131,7 @@ def test_flags_follow_the_families() -> None:
         "psnr": (),
         "ssim": (),
         "lpips": ("net", "weights"),
-        "osim": ("detector", "weights", "conf", "nms", "layer", "saliency"),
+        "osim": ("detector", "weights", "conf", "nms", "layer", "saliency", "boxes"),
     }
 
 

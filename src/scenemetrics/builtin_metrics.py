@@ -32,12 +32,17 @@ The baselines of :mod:`scenemetrics.baselines` (``fid``, ``kid``, ``jfid``, ``cm
 ``clip_s_src``, ``fd_dinov2``, ``jfd_dinov2``, ``dino_sim``, ``dino_sim_src``) are declared in one table at the end
 (``_BASELINES``), with one option set per embedding family (``inception``, ``clip``, ``dino``).
 
+OSIM's Bbox-patch baselines (family ``osim``: the ``--osim-*`` flags set them with OSIM): ``osim_patch_psnr``,
+``osim_patch_ssim``, ``osim_patch_lpips`` (lower is better) and ``osim_patch_clip``, each a
+:class:`scenemetrics.osim.OSIMPatches` whose per-patch score is PSNR (torchmetrics), :func:`scenemetrics.fullref.ssim`,
+:func:`scenemetrics.fullref.lpips` or the cosine of CLIP image embeddings (:func:`scenemetrics.baselines.load_clip`).
+
 Example:
     >>> from scenemetrics.registry import MetricConfig, get_metric
     >>> type(get_metric("psnr").build(MetricConfig("psnr", {}, "cpu"))).__name__
     'PeakSignalNoiseRatio'
     >>> [o.key for o in get_metric("osim").options]
-    ['detector', 'weights', 'conf', 'nms', 'layer', 'saliency']
+    ['detector', 'weights', 'conf', 'nms', 'layer', 'saliency', 'boxes']
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from scenemetrics.registry import MetricConfig, Option, register_metric, register_protocol
+from scenemetrics.registry import MetricAdapter, MetricConfig, Option, ViewItem, register_metric, register_protocol
 
 __all__ = [
     "baseline_requirement",
@@ -63,6 +68,7 @@ __all__ = [
     "build_lpips_map",
     "build_lpips_vgg",
     "build_osim",
+    "build_osim_patches",
     "build_prism",
     "build_prism_mmd",
     "build_psnr",
@@ -70,7 +76,9 @@ __all__ = [
     "build_ssim",
     "build_ssim_3dgs",
     "build_ssim_nerfbaselines",
+    "feed_objects",
     "lpips_checkpoint",
+    "osim_boxes_file",
     "osim_requirement",
     "prism_requirement",
 ]
@@ -347,15 +355,62 @@ register_metric(
 _OSIM_RANDOM_DETECTOR = "yolox_nano"
 
 
-def build_osim(config: MetricConfig) -> Any:
-    """:class:`scenemetrics.OSIM`; with random weights a random ``yolox_nano`` unless ``detector`` names another."""
+_BOXES_FILES: dict[tuple[str, int, int], Any] = {}
+
+
+def osim_boxes_file(path: str | os.PathLike) -> Any:
+    """The :class:`scenemetrics.osim.BoxesFile` at ``path``, read once per (file, modification time, size).
+
+    Raises:
+        ValueError: the file cannot be read or is not a valid boxes file (the message names it).
+    """
+    regions = importlib.import_module("scenemetrics.osim.regions")
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError as err:
+        raise ValueError(f"could not read boxes file {os.fspath(p)!r}: {err}") from None
+    key = (str(p.resolve()), st.st_mtime_ns, st.st_size)
+    if key not in _BOXES_FILES:
+        _BOXES_FILES[key] = regions.read_boxes_file(p)
+    return _BOXES_FILES[key]
+
+
+def _osim_kwargs(config: MetricConfig, own: Sequence[str] = ()) -> dict[str, Any]:
+    """The detector keyword arguments of OSIM and its patch baselines (``own``: the metric's other options, left
+    out); with random weights a random ``yolox_nano`` unless ``detector`` names another. A ``boxes`` file is read
+    (and so checked) here, before any view is scored."""
     osim = importlib.import_module("scenemetrics.osim")
-    kwargs = dict(config.kwargs)
+    kwargs = {k: v for k, v in config.kwargs.items() if k not in ("boxes", *own)}
+    if config.options.get("boxes") is not None:
+        osim_boxes_file(config.options["boxes"])
     kwargs.setdefault("detector", _OSIM_RANDOM_DETECTOR if config.random_weights else "yolox_x")
     if config.random_weights:
         detector = kwargs["detector"]
         kwargs["weights_path"] = str(osim.random_checkpoint(detector, config.work_dir / f"osim-{detector}-random.pth"))
-    return osim.OSIM(**kwargs)
+    return kwargs
+
+
+def build_osim(config: MetricConfig) -> Any:
+    """:class:`scenemetrics.OSIM`; with random weights a random ``yolox_nano`` unless ``detector`` names another."""
+    osim = importlib.import_module("scenemetrics.osim")
+    return osim.OSIM(**_osim_kwargs(config))
+
+
+_PAIRED = MetricAdapter(name="", factory=None, update="paired")
+"""The plain ``update(render, target)`` dispatch, which :func:`feed_objects` extends."""
+
+
+def feed_objects(metric: Any, item: ViewItem, config: MetricConfig) -> tuple:
+    """``update(render, target[, boxes])`` of OSIM and its patch baselines: with a ``boxes`` option, the view's
+    regions from that file (the view's scene section first; views the file does not list get none)."""
+    args = _PAIRED.update_args(metric, item, config)
+    path = config.options.get("boxes")
+    if path is None:
+        return args
+    scene = item.unit.split("/", 1)[1] if "/" in item.unit else None
+    regions = osim_boxes_file(path).for_view(item.name, scene)
+    return (*args, [regions] * int(item.render.shape[0]))
 
 
 osim_requirement = _package_requirement("scenemetrics.osim", "OSIM", "OSIM")
@@ -383,6 +438,7 @@ register_metric(
             "saliency weighting of the objects",
             choices="scenemetrics.osim.options:SALIENCY_MODES",
         ),
+        Option("boxes", Path, None, "boxes file (JSON/CSV) of objects the detector misses, scored next to its own"),
     ],
     inputs=("gt",),
     higher_is_better=True,
@@ -390,10 +446,11 @@ register_metric(
     requires=osim_requirement,
     per_view=False,
     update="paired",
+    feed=feed_objects,
     metric_class="scenemetrics.osim.metric:OSIM",
     pictures=("objects",),
     overlay="scenemetrics.osim:low_objects_picture",
-    class_names="scenemetrics.osim:COCO_CLASSES",
+    class_names="scenemetrics.osim:COCO_POOLS",
 )
 
 
@@ -796,3 +853,141 @@ register_protocol(
     options={"lpips": {"net": "alex"}},
     description="NerfBaselines 1.2.x: dm_pix's SSIM (valid positions), LPIPS AlexNet on inputs in [-1, 1]",
 )
+
+
+# ---- osim_patch_psnr, osim_patch_ssim, osim_patch_lpips, osim_patch_clip (OSIM's "Bbox Patch" baselines) ------------
+#
+# PSNR / SSIM / LPIPS / CLIP similarity inside each of OSIM's objects (detected on the ground truth, plus the given
+# boxes), pooled per class and weighted by saliency exactly as OSIM (scenemetrics.osim.patches). The OSIM room holds
+# the objects and the pooling, the fullref room SSIM and LPIPS; they meet here. Family "osim": --osim-detector,
+# --osim-conf, --osim-boxes, ... set OSIM and its baselines alike.
+
+_PATCH_OPTIONS = (
+    Option(
+        "detector",
+        str,
+        "yolox_x",
+        "YOLOX variant (yolox_nano with random weights)",
+        choices="scenemetrics.osim.checkpoints:YOLOX_VARIANTS",
+    ),
+    Option("weights", Path, None, "YOLOX checkpoint (file or folder)", argument="weights_path"),
+    Option("conf", float, 0.35, "detection confidence threshold", argument="conf_threshold", low=0, high=1),
+    Option("nms", float, 0.45, "NMS IoU threshold", argument="nms_threshold", low=0, high=1),
+    Option(
+        "saliency",
+        str,
+        "gbvs",
+        "saliency weighting of the objects",
+        choices="scenemetrics.osim.options:SALIENCY_MODES",
+    ),
+    Option("boxes", Path, None, "boxes file (JSON/CSV) of objects the detector misses, scored next to its own"),
+)
+_PATCH_LPIPS_OPTIONS = (
+    Option("lpips_net", str, "alex", "LPIPS backbone of osim_patch_lpips", choices=("alex", "vgg", "squeeze")),
+    Option(
+        "lpips_weights",
+        Path,
+        None,
+        "torchvision checkpoint of the LPIPS backbone (file, or folder with the linear layers too)",
+    ),
+)
+_PATCH_CLIP_OPTIONS = (
+    Option(
+        "clip_model",
+        Path,
+        None,
+        "CLIP model of osim_patch_clip: save_pretrained folder or hub id (default: openai/clip-vit-large-patch14-336)",
+    ),
+)
+
+
+def _patch_ssim(config: MetricConfig) -> Any:
+    fullref = importlib.import_module("scenemetrics.fullref")
+    patches = importlib.import_module("scenemetrics.osim.patches")
+    # fullref.ssim is torchmetrics' SSIM (reflect padding by 5 needs 6 pixels per side)
+    return patches.PatchScore(fullref.ssim, "ssim", higher_is_better=True, min_side=6)
+
+
+def _patch_lpips(config: MetricConfig) -> Any:
+    import functools
+
+    fullref = importlib.import_module("scenemetrics.fullref")
+    patches = importlib.import_module("scenemetrics.osim.patches")
+    net = config.options.get("lpips_net", "alex")
+    spec = fullref.NETS[net]
+    weights = config.options.get("lpips_weights")
+    if config.random_weights:
+        weights = _random_torchvision_features(spec.arch, config)
+    fullref.load_lpips(net, weights)  # resolve and load the files now: a missing file fails before any view
+    fn = functools.partial(fullref.lpips, net=net, weights_path=weights)
+    return patches.PatchScore(fn, "lpips", higher_is_better=False, min_side=spec.min_side)
+
+
+def _random_torchvision_features(arch: str, config: MetricConfig) -> str:
+    from scenemetrics.puzzlesim import random_checkpoint
+
+    path = config.work_dir / f"{config.name}-{arch}-random.pth"
+    return str(random_checkpoint(arch, path, include_classifier=False))
+
+
+def _patch_clip(config: MetricConfig) -> Any:
+    """The cosine of the CLIP image embeddings of each render patch and its reference patch: the CLIP embedder of
+    :mod:`scenemetrics.baselines` (the one ``clip_s`` and CMMD use; it resizes and centre-crops each patch to the
+    model's square input), loaded on the metric's device (the scorer is not a submodule: ``.to()`` cannot move it)."""
+    baselines = importlib.import_module("scenemetrics.baselines")
+    patches = importlib.import_module("scenemetrics.osim.patches")
+    model = config.options.get("clip_model")
+    if config.random_weights and model is None:
+        model = baselines.random_clip_folder(config.work_dir / f"{config.name}-clip-random")
+    return patches.embedding_score(baselines.load_clip(model, device=config.device), "clip")
+
+
+def _patch_psnr(config: MetricConfig) -> Any:
+    return importlib.import_module("scenemetrics.osim.patches").psnr_score()
+
+
+_PATCH_SCORES: Mapping[str, tuple[Callable[[MetricConfig], Any], tuple[Option, ...]]] = MappingProxyType(
+    {
+        "osim_patch_psnr": (_patch_psnr, ()),
+        "osim_patch_ssim": (_patch_ssim, ()),
+        "osim_patch_lpips": (_patch_lpips, _PATCH_LPIPS_OPTIONS),
+        "osim_patch_clip": (_patch_clip, _PATCH_CLIP_OPTIONS),
+    }
+)
+
+
+def build_osim_patches(config: MetricConfig) -> Any:
+    """:class:`scenemetrics.osim.OSIMPatches` with the patch score of ``config.name``."""
+    osim = importlib.import_module("scenemetrics.osim")
+    score, own = _PATCH_SCORES[config.name]
+    kwargs = _osim_kwargs(config, [o.keyword for o in own])
+    return osim.OSIMPatches(score(config), **kwargs)
+
+
+def _clip_requirement(config: MetricConfig) -> str | None:
+    return osim_requirement(config) or _BASELINE_REQUIREMENTS["clip"](config)
+
+
+for _name, _what, _best in (
+    ("osim_patch_psnr", "PSNR (dB)", True),
+    ("osim_patch_ssim", "SSIM", True),
+    ("osim_patch_lpips", "LPIPS", False),
+    ("osim_patch_clip", "CLIP cosine similarity", True),
+):
+    register_metric(
+        _name,
+        build_osim_patches,
+        options=(*_PATCH_OPTIONS, *_PATCH_SCORES[_name][1]),
+        family="osim",
+        inputs=("gt",),
+        higher_is_better=_best,
+        description=f"{_what} inside each OSIM object (detected on the ground truth or given), pooled per class and "
+        "weighted by saliency as OSIM (the paper's Bbox Patch baseline)",
+        requires=_clip_requirement if _name == "osim_patch_clip" else osim_requirement,
+        per_view=False,
+        update="paired",
+        feed=feed_objects,
+        metric_class="scenemetrics.osim.metric:OSIMPatches",
+        pictures=("objects",),
+        class_names="scenemetrics.osim:COCO_POOLS",
+    )

@@ -41,6 +41,7 @@ ROOM_CLIS = (
     "scenemetrics.evaluation.cli",
     "scenemetrics.weights_cli",
     "scenemetrics.agreement.cli",
+    "scenemetrics.evaluation.sweep_cli",  # `scenemetrics agreement sweep`: after the agreement command it joins
 )
 """Modules whose ``register(subparsers)`` adds subcommands; a module that does not exist is skipped.
 

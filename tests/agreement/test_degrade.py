@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.stats
 import torch
 
 from scenemetrics.agreement import (
@@ -322,13 +323,28 @@ def test_sweep_statistics_strict_non_strict_and_directions():
     assert sweep_statistics(scores, [0, 1, 10], higher_is_better=True).spearman == strict.spearman
 
 
+def test_sweep_statistics_orders_infinite_scores():
+    """PSNR of an undegraded view against itself is +inf: an ordered value, not a missing one."""
+    inf = float("inf")
+    scores = [[inf, 30.0, 20.0], [inf, inf, 10.0], [inf, 25.0, 25.0]]
+    strict = sweep_statistics(scores, higher_is_better=True)
+    assert strict.monotone.tolist() == [True, False, False]
+    assert sweep_statistics(scores, higher_is_better=True, strict=False).monotone.tolist() == [True, True, True]
+    # the same ranks as with +inf replaced by a finite value above every score
+    finite = [[1e9 if v == inf else v for v in row] for row in scores]
+    expected = scipy.stats.spearmanr([0, 1, 2] * 3, [v for row in finite for v in row]).statistic
+    assert strict.spearman == pytest.approx(expected, abs=1e-12) and strict.spearman < 0
+    with pytest.warns(UserWarning, match="constant"):
+        assert math.isnan(sweep_statistics([[inf, inf]], higher_is_better=True).spearman)
+
+
 def test_sweep_statistics_degenerate_and_errors():
     with pytest.warns(UserWarning, match="constant"):
         flat = sweep_statistics([[0.5, 0.5, 0.5], [0.5, 0.5, 0.5]], higher_is_better=True)
     assert math.isnan(flat.spearman) and flat.monotone_fraction == 0.0
     with pytest.warns(UserWarning, match="constant"):
         assert sweep_statistics([[0.5, 0.5]], higher_is_better=True, strict=False).monotone_fraction == 1.0
-    with pytest.raises(ValueError, match="non-finite value in scene 1"):
+    with pytest.raises(ValueError, match="NaN value in scene 1"):
         sweep_statistics([[1.0, 0.5], [1.0, float("nan")]], higher_is_better=True)
     with pytest.warns(UserWarning, match="dropped 1 of 2"):
         omitted = sweep_statistics([[1.0, 0.5], [1.0, float("nan")]], higher_is_better=True, nan_policy="omit")

@@ -19,6 +19,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "eval.md"
 BUILTINS = (
     *("psnr", "ssim", "lpips", "puzzlesim", "osim", "prism", "prism_mmd"),
     *("ssim_map", "lpips_map", "abs_error"),
+    *("osim_patch_psnr", "osim_patch_ssim", "osim_patch_lpips", "osim_patch_clip"),  # OSIM's Bbox-patch baselines
     *("ssim_3dgs", "ssim_nerfbaselines", "lpips_vgg", "lpips_3dgs"),  # the published protocols' variants
 )
 START, END = "<!-- options-table:start -->", "<!-- options-table:end -->"

@@ -22,6 +22,7 @@ SLOW = {
     "scenemetrics.inpainting.loop",
     "scenemetrics.osim.functional",
     "scenemetrics.osim.metric",
+    "scenemetrics.osim.patches",
     "scenemetrics.osim.saliency",
     "scenemetrics.osim.random",
     "scenemetrics.osim.yolox",

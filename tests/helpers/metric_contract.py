@@ -191,6 +191,12 @@ def _osim(res: Resources) -> Metric:
     return sm.OSIM(model=_yolox(res["yolox_nano"]), conf_threshold=0.3, saliency="uniform")
 
 
+def _osim_patches(res: Resources) -> Metric:
+    from scenemetrics.osim import OSIMPatches, psnr_score
+
+    return OSIMPatches(psnr_score(), model=_yolox(res["yolox_nano"]), conf_threshold=0.3, saliency="uniform")
+
+
 def _osim_batches(res: Resources) -> list[Batch]:
     from scenemetrics.osim.random import synthetic_images
 
@@ -362,6 +368,15 @@ def cases() -> list[Case]:
     return [
         Case(sm.PuzzleSim, _puzzlesim, _puzzlesim_batches, image_args=(0,)),
         Case(sm.OSIM, _osim, _osim_batches, image_args=(0, 1), slow=True),
+        Case(
+            sm.osim.OSIMPatches,
+            _osim_patches,
+            _osim_batches,
+            image_args=(0, 1),
+            error_names=("preds", "target"),
+            atol=1e-5,
+            slow=True,
+        ),
         Case(sm.PRISMDistance, _prism_distance, _prism_distance_batches, image_args=(0, 1, 2), atol=1e-5, slow=True,
              extras=("prism",)),
         Case(sm.PRISMMMD, _prism_mmd, _prism_mmd_batches, image_args=(0, 1), atol=1e-5, slow=True, extras=("prism",)),

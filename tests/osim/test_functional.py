@@ -109,7 +109,7 @@ def test_degraded_render_and_direct_recomputation(nano) -> None:
     assert res.class_counts == n
     assert res.per_class == pytest.approx({c: o[c] / n[c] for c in classes})
     assert res.class_saliency == pytest.approx({c: s_l[c] / n[c] for c in classes})
-    assert res.count.sum() == res.r.numel() and res.r_sum.dtype == torch.float64 and res.r_sum.shape == (80,)
+    assert res.count.sum() == res.r.numel() and res.r_sum.dtype == torch.float64 and res.r_sum.shape == (81,)
     table = res.class_table()
     assert [row["o_l"] for row in table] == sorted(row["o_l"] for row in table)
     assert table[0]["name"] == fn.class_name(table[0]["class_id"])
@@ -201,7 +201,7 @@ def test_nothing_detected_gives_nan_and_one_warning(nano) -> None:
     assert len(msgs) == 1 and "no object was detected" in msgs[0] and "1.01" in msgs[0]
     assert math.isnan(float(res.score))
     assert res.r.numel() == 0 and res.boxes.shape == (0, 4) and res.per_class == {}
-    assert float(res.count.sum()) == 0.0 and res.r_sum.shape == (80,)
+    assert float(res.count.sum()) == 0.0 and res.r_sum.shape == (81,)  # 80 COCO classes + the unlabelled pool
     with pytest.warns(UserWarning, match="no object"):
         empty = osim(x[:0], x[:0], model=nano)
     assert math.isnan(float(empty.score)) and empty.image_index.numel() == 0

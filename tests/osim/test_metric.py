@@ -35,7 +35,7 @@ def test_updates_equal_the_functional_over_all_views(nano) -> None:
     for name in ("r_sum", "s_sum", "count"):
         assert torch.allclose(getattr(metric, name), getattr(full, name), atol=1e-9)
         assert getattr(metric, name).dtype == torch.float64
-    assert shapes == [[(80,), (80,), (80,)]] * 2
+    assert shapes == [[(81,), (81,), (81,)]] * 2  # 80 COCO classes + the unlabelled pool of given boxes
     assert metric.class_scores() == pytest.approx({sm.osim.COCO_CLASSES[c]: v for c, v in full.per_class.items()})
     assert metric.last_result is not None and metric.last_result.image_index.max() == 2  # the 3-view update
 

@@ -439,7 +439,8 @@ def test_own_yolox_through_osim_metric_loss_and_class_names(three_class_ckpt) ->
     names = ["chair", "lamp", "plant"]
     res = osim((refs * 0.8).clamp(0, 1), refs, detector="yolox_nano", weights_path=three_class_ckpt,
                conf_threshold=0.2, class_names=names)  # fmt: skip
-    assert res.r_sum.shape == (3,) and res.classes.numel() > 0 and int(res.classes.max()) < 3
+    assert res.r_sum.shape == (4,)  # 3 classes + the pool of given boxes without a class
+    assert res.classes.numel() > 0 and int(res.classes.max()) < 3
     table = res.class_table()
     assert table and {row["name"] for row in table} <= set(names)
     assert all(row["name"] == names[row["class_id"]] for row in table)
@@ -447,7 +448,7 @@ def test_own_yolox_through_osim_metric_loss_and_class_names(three_class_ckpt) ->
     metric.update((refs * 0.8).clamp(0, 1), refs)
     torch.testing.assert_close(metric.compute(), res.score)
     assert set(metric.class_scores()) == {row["name"] for row in table}
-    assert metric.r_sum.shape == (3,)
+    assert metric.r_sum.shape == (4,)
     unnamed = sm.OSIM(detector="yolox_nano", weights_path=three_class_ckpt, conf_threshold=0.2)
     unnamed.update(refs, refs)
     assert set(unnamed.class_scores()) <= {"0", "1", "2"}  # no COCO names on a 3-class head

@@ -7,8 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from scenemetrics.puzzlesim import PuzzleSimMemory, best_match_similarity
-from scenemetrics.puzzlesim import bf16
+from scenemetrics.puzzlesim import PuzzleSimMemory, best_match_similarity, bf16
 from scenemetrics.puzzlesim import search as S
 from scenemetrics.puzzlesim.functional import search_method
 

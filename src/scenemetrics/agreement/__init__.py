@@ -67,7 +67,7 @@ _EXPORTS = {
     "protocols": ("PROTOCOLS", "Protocol", "agreement_table", "align_mos"),
     "targets": ("PAPER_TARGETS", "compare_to_paper", "paper_keys"),
     "io": ("Comparisons", "MetricScores", "read_comparisons", "read_human", "read_maps", "read_scores"),
-    "viz": ("ranking_plot", "scatter_plot", "stability_plot"),
+    "viz": ("ranking_plot", "scatter_plot", "stability_plot", "sweep_plot"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 

@@ -7,6 +7,9 @@
 * ``maps --maps FILE.npz`` compares metric maps with human artifact maps (PuzzleSim protocol).
 * ``stability --comparisons FILE --unit rater|house|comparison`` runs the Kendall-tau stability study.
 * ``corrupt --gt FILE --kind K --level L`` writes a corrupted ground-truth wireframe ``{kind}_{level}.json``.
+* ``sweep --views DIR --metrics LIST --degradations blur,hue,noise,saltpepper --levels 3 --out DIR`` runs
+  controlled-degradation sweeps of registered metrics (defined in :mod:`scenemetrics.evaluation.sweep_cli`, which
+  sits above the metric registry, and added here through :func:`add_command`).
 
 ``--plots`` (needs ``pip install "scenemetrics[viz]"``) adds PNGs: ``scatter_<metric>.png``, ``ranking.png``,
 ``stability_<unit>.png``. Exit codes: 0 success, 1 error, 2 usage error.
@@ -27,7 +30,7 @@ from typing import Any
 
 from scenemetrics.fileio import safe_name
 
-__all__ = ["PROTOCOL_NAMES", "register", "run"]
+__all__ = ["PROTOCOL_NAMES", "add_command", "register", "run"]
 
 PROTOCOL_NAMES = ("osim", "wireframe", "prism", "puzzlesim", "iqa")  # == PROTOCOLS' keys (checked by a test)
 _FITS = ("none", "linear", "logistic5", "logistic5-maxcorr")
@@ -61,6 +64,7 @@ def register(subparsers: Any) -> None:
     )
     parser.set_defaults(func=run, agreement_command=None, _agreement_parser=parser)
     sub = parser.add_subparsers(dest="agreement_command", metavar="COMMAND")
+    parser.set_defaults(_agreement_commands=sub)
 
     t = sub.add_parser("table", help="correlate metric scores with human (mean opinion) scores")
     t.add_argument("--scores", required=True, metavar="FILE", help="metric scores: CSV item,metric,score[,group]"
@@ -122,6 +126,28 @@ def register(subparsers: Any) -> None:
     co.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
     _common(co, plots=False)
     co.set_defaults(func=run, _agreement_parser=co)
+
+
+def add_command(subparsers: Any, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """A new ``scenemetrics agreement NAME`` subcommand, for commands that live above this layer.
+
+    ``scenemetrics agreement sweep`` runs metrics from the registry, which this package may not import; its module
+    (:mod:`scenemetrics.evaluation.sweep_cli`) adds its parser here after :func:`register` ran and sets its own
+    ``func``.
+
+    Args:
+        subparsers: the ``scenemetrics`` command's subparsers (holding ``agreement``).
+        name: the subcommand.
+        kwargs: ``add_parser`` arguments (help, description, ...).
+
+    Raises:
+        ValueError: the ``agreement`` command is not registered yet.
+    """
+    parent = subparsers.choices.get("agreement")
+    commands = None if parent is None else parent.get_default("_agreement_commands")
+    if commands is None:
+        raise ValueError("register the `agreement` command (scenemetrics.agreement.cli.register) first")
+    return commands.add_parser(name, **kwargs)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -107,7 +107,8 @@ def gaussian_blur(images: Tensor, sigma: float) -> Tensor:
     """Gaussian blur with ``sigma`` pixels (torchvision's ``gaussian_blur``, reflect padding).
 
     The kernel has ``2 * ceil(3 * sigma) + 1`` taps per axis (the Gaussian to three standard deviations) and sums to
-    one, so a constant image is unchanged (to float32 rounding).
+    one, so a constant image is unchanged (to float32 rounding); the result is clamped to ``[0, 1]`` against that
+    rounding.
 
     Args:
         images: ``(B, 3, H, W)`` or ``(3, H, W)`` in ``[0, 1]`` or uint8.
@@ -134,7 +135,9 @@ def gaussian_blur(images: Tensor, sigma: float) -> Tensor:
             f"`sigma` = {s:g} needs a kernel radius of {radius} pixels, which must be smaller than the image "
             f"({x.shape[-2]}x{x.shape[-1]}); use a smaller sigma"
         )
-    return TF.gaussian_blur(x, [2 * radius + 1] * 2, [s, s])
+    # a kernel summing to one keeps [0, 1] up to float rounding; clamp that rounding (an image stays an image, and
+    # metrics that check their input range, such as torchmetrics' LPIPS, accept it)
+    return TF.gaussian_blur(x, [2 * radius + 1] * 2, [s, s]).clamp_(0.0, 1.0)
 
 
 def hue_shift(images: Tensor, shift: float) -> Tensor:
@@ -497,6 +500,10 @@ def sweep_statistics(
     (average ranks for ties), not oriented: a higher-is-better metric that degrades gives a negative rho, a
     lower-is-better one a positive rho. A constant score gives NaN with a ``UserWarning``.
 
+    **Infinite scores** are ordered values, not missing ones: a full-reference metric compares an undegraded view
+    (level 0) with itself, and PSNR is then ``+inf``. Both statistics use only the order of the scores, so ``+inf``
+    ranks above every finite score and two equal infinities are a tie; only NaN counts as missing.
+
     Args:
         scores: ``(n_scenes, n_levels)`` array-like, row = one scene (view) scored at every level; ``n_levels >= 2``.
         levels: ``(n_levels,)`` increasing level values (default ``0, 1, ..., n_levels - 1``); only their order and
@@ -504,14 +511,14 @@ def sweep_statistics(
         higher_is_better: the metric's direction (``None``: check both directions).
         strict: see above.
         tol: tolerance ``>= 0`` on each step (in score units).
-        nan_policy: ``"raise"`` (non-finite scores raise ``ValueError``) or ``"omit"`` (scenes with a non-finite
-            score are dropped, with a ``UserWarning`` giving the count).
+        nan_policy: ``"raise"`` (NaN scores raise ``ValueError``) or ``"omit"`` (scenes with a NaN score are dropped,
+            with a ``UserWarning`` giving the count).
 
     Returns:
         :class:`SweepStatistics`.
 
     Raises:
-        ValueError: bad shapes, fewer than 2 levels, levels not strictly increasing, non-finite scores with
+        ValueError: bad shapes, fewer than 2 levels, levels not strictly increasing, NaN scores with
             ``nan_policy="raise"``, a negative ``tol``, a non-bool ``strict`` or ``higher_is_better``.
 
     Example:
@@ -534,18 +541,19 @@ def sweep_statistics(
     lv = np.arange(n_levels, dtype=np.float64) if levels is None else to_numpy(levels, "levels").reshape(-1)
     if len(lv) != n_levels or not np.isfinite(lv).all() or not (np.diff(lv) > 0).all():
         raise ValueError(f"`levels` must be {n_levels} finite, strictly increasing values; received {lv.tolist()}")
-    finite = np.isfinite(arr).all(axis=1)
+    finite = ~np.isnan(arr).any(axis=1)
     if not finite.all():
         if nan_policy == "raise":
             row = int(np.flatnonzero(~finite)[0])
-            raise ValueError(f"`scores` has a non-finite value in scene {row}: {arr[row].tolist()}")
+            raise ValueError(f"`scores` has a NaN value in scene {row}: {arr[row].tolist()}")
         warnings.warn(
-            f"nan_policy='omit': dropped {int((~finite).sum())} of {len(arr)} scenes with a non-finite score.",
+            f"nan_policy='omit': dropped {int((~finite).sum())} of {len(arr)} scenes with a NaN score.",
             UserWarning,
             stacklevel=2,
         )
         arr = arr[finite]
-    steps = np.diff(arr, axis=1)
+    with np.errstate(invalid="ignore"):  # inf - inf: two equal infinities are a tie (step 0), not NaN
+        steps = np.where(arr[:, 1:] == arr[:, :-1], 0.0, np.diff(arr, axis=1))
 
     def worse(d: np.ndarray) -> np.ndarray:
         return (d > tolerance).all(axis=1) if strict else (d >= -tolerance).all(axis=1)
@@ -557,7 +565,8 @@ def sweep_statistics(
     n = len(arr)
     fraction = float(monotone.mean()) if n else float("nan")
     rho = float("nan")
-    y = arr.reshape(-1)
+    # ranks: +-inf take their place in the order (spearmanr itself would see inf - inf in its centring)
+    y = scipy_stats.rankdata(arr.reshape(-1))
     if n and np.ptp(y) > 0:
         rho = float(scipy_stats.spearmanr(np.tile(lv, n), y).statistic)
     elif n:

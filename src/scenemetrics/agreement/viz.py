@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["VIZ_HINT", "ranking_plot", "scatter_plot", "stability_plot"]
+__all__ = ["VIZ_HINT", "ranking_plot", "scatter_plot", "stability_plot", "sweep_plot"]
 
 VIZ_HINT = 'plots need matplotlib: pip install "scenemetrics[viz]"'
 
@@ -185,3 +185,95 @@ def stability_plot(result: Any, path: str | os.PathLike, *, title: str | None = 
     ax.legend(loc="lower right", fontsize=8)
     ax.grid(alpha=0.3)
     return _save(fig, path)
+
+
+_PARAM_TEXT = {
+    "blur": lambda v: f"sigma {v:g}*",
+    "hue": lambda v: f"{v * 360:g} deg",
+    "noise": lambda v: f"sigma {v:g}",
+    "saltpepper": lambda v: f"{v * 100:g} % px",
+}
+
+
+def sweep_plot(
+    table: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    path: str | os.PathLike,
+    *,
+    higher_is_better: Mapping[str, bool | None] | None = None,
+    max_rows: int = 40,
+    title: str | None = None,
+) -> Path:
+    """A degradation sweep: one panel per (metric, degradation), score against level, with the statistics.
+
+    Each panel draws every row of the sweep (a view, or a scene for scene-level metrics) as a thin line and their
+    mean as a thick one; its title gives Spearman's rho and the fraction of rows that get worse at every level.
+    Infinite scores (PSNR of an unchanged view) are left out of the lines and said in the panel.
+
+    Args:
+        table: ``metric -> degradation -> {"spearman", "monotone_fraction", "n", "unit", "levels", "params", "mean",
+            "rows"}`` (:func:`scenemetrics.evaluation.sweep.sweep_table`).
+        path: PNG file to write.
+        higher_is_better: the direction of each metric, shown in its axis label.
+        max_rows: at most this many thin lines per panel (the first ones).
+        title: figure title.
+
+    Returns:
+        The written path.
+    """
+    plt = _plt()
+    metrics = list(table)
+    kinds = list(dict.fromkeys(k for m in metrics for k in table[m]))
+    fig, axes = plt.subplots(len(metrics), len(kinds), figsize=(3.3 * len(kinds) + 0.6, 2.7 * len(metrics) + 0.8),
+                             squeeze=False)  # fmt: skip
+    hib = higher_is_better or {}
+    for i, name in enumerate(metrics):
+        for j, kind in enumerate(kinds):
+            ax = axes[i][j]
+            s = table[name].get(kind)
+            if s is None:
+                ax.set_axis_off()
+                continue
+            levels = np.asarray(s["levels"], dtype=np.float64)
+            rows = np.asarray(list(s["rows"].values()), dtype=np.float64).reshape(-1, len(levels))
+            shown = rows[:max_rows].copy()
+            shown[~np.isfinite(shown)] = np.nan
+            for k, row in enumerate(shown):
+                label = f"one {s['unit']}" if k == 0 else None
+                ax.plot(levels, row, color="tab:blue", alpha=0.35, linewidth=0.8, label=label)
+            mean = np.asarray(s["mean"], dtype=np.float64)
+            finite = np.where(np.isfinite(mean), mean, np.nan)
+            label = f"mean of the {s['unit']}s"
+            ax.plot(levels, finite, color="tab:red", linewidth=2.2, marker="o", markersize=4, label=label)
+            infinite = [int(lv) for lv, v in zip(levels, mean, strict=True) if np.isinf(v)]
+            if infinite:
+                ax.text(0.02, 0.04, f"level {', '.join(map(str, infinite))}: score +inf (unchanged view)",
+                        transform=ax.transAxes, fontsize=7, color="dimgray")  # fmt: skip
+            rho, mono = s["spearman"], s["monotone_fraction"]
+            mono_text = "n/a" if mono is None or not math.isfinite(mono) else f"{100 * mono:.0f}%"
+            ax.set_title(f"{kind}: rho {_fmt(rho)}, monotone {mono_text}\n(n = {s['n']} {s['unit']}s)", fontsize=9)
+            params = s.get("params") or []
+            ticks = ["0\noriginal"] + [
+                f"{int(lv)}\n{_PARAM_TEXT.get(kind, lambda v: f'{v:g}')(p)}" if p is not None else str(int(lv))
+                for lv, p in zip(levels[1:], params[1:], strict=False)
+            ]
+            ax.set_xticks(levels)
+            ax.set_xticklabels(ticks, fontsize=7)
+            if i == len(metrics) - 1:
+                ax.set_xlabel("degradation level", fontsize=8)
+            if j == 0:
+                arrow = {True: " (higher = better)", False: " (lower = better)"}.get(hib.get(name), "")
+                ax.set_ylabel(f"{name}{arrow}", fontsize=9)
+            ax.tick_params(axis="y", labelsize=7)
+            ax.grid(alpha=0.3)
+            if i == 0 and j == 0:
+                ax.legend(loc="best", fontsize=7)
+    fig.suptitle(title or "Controlled-degradation sweep: does each metric get worse at every level?", fontsize=11)
+    if "blur" in kinds:
+        fig.text(0.005, 0.003, "* blur sigma in pixels at a 256-pixel shorter side, scaled with the image", fontsize=7,
+                 color="dimgray")  # fmt: skip
+    fig.tight_layout(rect=(0, 0.015, 1, 1))  # room for the footnote
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    return p

@@ -2,7 +2,8 @@
 
 One command scores ``<root>/<method>/<scene>/`` folders (own layout, NerfBaselines predictions, ns-render output),
 shards the (method, scene) units over processes with Lightning Fabric, commits each finished unit atomically so a
-rerun resumes, and writes a leaderboard (CSV/JSON) and a static HTML report. Names are imported lazily.
+rerun resumes, and writes a leaderboard (CSV/JSON) and a static HTML report. ``run_sweep`` (``scenemetrics agreement
+sweep``) runs controlled-degradation sweeps of registered metrics the same resumable way. Names are imported lazily.
 
 Example:
     >>> from scenemetrics import evaluation
@@ -28,6 +29,9 @@ _EXPORTS = {
     "read_records": "records",
     "run_evaluation": "runner",
     "format_value": "report",
+    "SweepConfig": "sweep",
+    "SweepResult": "sweep",
+    "run_sweep": "sweep",
 }
 
 

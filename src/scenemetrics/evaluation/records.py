@@ -48,11 +48,12 @@ RESULTS_FILE = "results.jsonl"
 RECORD_FORMAT = "scenemetrics.eval.record/1"
 
 
-def read_records(path: str | os.PathLike) -> list[dict]:
+def read_records(path: str | os.PathLike, record_format: str = RECORD_FORMAT) -> list[dict]:
     """The records of a commit log, in file order; lines that are not complete JSON records are ignored.
 
     A line cut short by a killed process (no newline, invalid JSON) is the only expected kind; others get a
-    ``UserWarning``.
+    ``UserWarning``. ``record_format`` is the ``format`` the records carry (``scenemetrics eval``'s by default; the
+    sweep's log has its own).
     """
     p = Path(path)
     if not p.is_file():
@@ -69,12 +70,12 @@ def read_records(path: str | os.PathLike) -> list[dict]:
             if i != len(lines) - 1:  # an unterminated last line is a write cut short: expected after a kill
                 bad += 1
             continue
-        if isinstance(rec, dict) and rec.get("format") == RECORD_FORMAT:
+        if isinstance(rec, dict) and rec.get("format") == record_format:
             records.append(restore(rec))
         else:
             bad += 1
     if bad:
-        warnings.warn(f"{p}: ignored {bad} line(s) that are not {RECORD_FORMAT} records", UserWarning, stacklevel=2)
+        warnings.warn(f"{p}: ignored {bad} line(s) that are not {record_format} records", UserWarning, stacklevel=2)
     return records
 
 

@@ -2,8 +2,11 @@
 
 All files form one scene. The command writes ``osim.json`` (scene score, per-class table, per-view scores and
 per-object rows) and ``overlays/<render path>.png`` (red masks on the objects below the scene score) into
-``--out``. With ``--devices N`` / ``--num-nodes`` the views are sharded over processes by Lightning Fabric and the
-metric states are summed across them.
+``--out``. ``--boxes FILE`` adds regions of your own (objects the detector misses) next to the detector's: a JSON or
+CSV boxes file keyed by the reference's path relative to ``--refs`` without extension (format:
+:mod:`scenemetrics.osim.regions`); each given box is scored as a detection with that box and class. With
+``--devices N`` / ``--num-nodes`` the views are sharded over processes by Lightning Fabric and the metric states are
+summed across them.
 
 Example:
     scenemetrics osim --refs gt/ --renders renders/ --out osim_report/ --detector yolox_x
@@ -34,7 +37,7 @@ from scenemetrics.cliutils import (
 )
 from scenemetrics.jsonio import write_json
 
-__all__ = ["pair_images", "read_class_names", "register", "run"]
+__all__ = ["pair_images", "read_class_names", "read_view_boxes", "register", "run"]
 
 EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
 _VARIANTS = "yolox_nano, yolox_tiny, yolox_s, yolox_m, yolox_l, yolox_x"
@@ -76,6 +79,14 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="text file with one class name per line, in the order of the detector head (for a YOLOX trained on "
         "your own classes; default: the COCO names)",
+    )
+    p.add_argument(
+        "--boxes",
+        default=None,
+        metavar="FILE",
+        help="JSON or CSV file of regions of your own (objects the detector misses), per reference view: "
+        'JSON {"views": {"<view>": [{"box": [x1, y1, x2, y2], "class": "chair"}, ...]}} or CSV '
+        "view,x1,y1,x2,y2[,class] in original pixels; a box without a class is pooled as 'unlabelled'",
     )
     p.add_argument(
         "--pair-by",
@@ -179,6 +190,7 @@ def _run(args: argparse.Namespace, tmp: Path | None) -> int:
         raise CLIError(f"--detector: {err}") from None
     class_names = read_class_names(args.class_names) if args.class_names is not None else None
     pairs = pair_images(args.refs, args.renders, args.pair_by)
+    boxes = read_view_boxes(args.boxes, pairs, args.refs) if args.boxes is not None else None
     distributed = not (str(args.devices).strip() == "1" and args.num_nodes == 1)
     rank, world, fabric = 0, 1, None
     if distributed:
@@ -207,7 +219,9 @@ def _run(args: argparse.Namespace, tmp: Path | None) -> int:
         weights = str(random_checkpoint(variant, tmp / f"{variant}-random.pth"))
     announce(f"loading the {variant} detector ...", quiet=quiet)
     model = load_detector(variant, weights, device)
-    report = _evaluate(args, pairs[rank::world], model, device, class_names, quiet=args.quiet or rank != 0)
+    shard = pairs[rank::world]
+    shard_boxes = None if boxes is None else boxes[rank::world]
+    report = _evaluate(args, shard, model, device, class_names, shard_boxes, quiet=args.quiet or rank != 0)
     if world > 1:
         gathered: list[Any] = [None] * world
         torch.distributed.all_gather_object(gathered, (report["views"], report["objects"]))
@@ -234,6 +248,8 @@ def _run(args: argparse.Namespace, tmp: Path | None) -> int:
             "nms_threshold": args.nms,
             "saliency": args.saliency,
             "pair_by": args.pair_by,
+            "boxes": None if args.boxes is None else str(args.boxes),
+            "num_given": sum(1 for o in report["objects"] if o["given"]),
             "classes": report["classes"],
             "views": report["views"],
             "objects": report["objects"],
@@ -248,12 +264,38 @@ def _run(args: argparse.Namespace, tmp: Path | None) -> int:
     return 0
 
 
+def read_view_boxes(path: str | Path, pairs: list[tuple[Path, Path]], refs: str | Path) -> list[Any]:
+    """The regions of a boxes file for each (reference, render) pair, keyed by the reference's path relative to
+    ``refs`` without extension.
+
+    Raises:
+        ValueError: a bad file, a ``scenes`` section (this command scores one scene), or a view the file names that
+            is not among the references (a typo would otherwise add nothing, silently).
+    """
+    from scenemetrics.osim.regions import read_boxes_file, view_key
+
+    boxes_file = read_boxes_file(path)
+    if boxes_file.scenes:
+        raise ValueError(
+            f"--boxes {str(path)!r}: this command scores one scene; put its boxes under 'views' (no 'scenes' section, "
+            "no CSV scene column)"
+        )
+    keys = [view_key(ref.relative_to(refs).as_posix()) for ref, _ in pairs]
+    unknown = sorted(set(boxes_file.views) - set(keys))
+    if unknown:
+        shown = ", ".join(repr(k) for k in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+        raise ValueError(f"--boxes {str(path)!r} names view(s) that are not in --refs: {shown} (keys are the "
+                         "references' paths relative to --refs, without extension)")  # fmt: skip
+    return [boxes_file.views.get(k) for k in keys]
+
+
 def _evaluate(
     args: argparse.Namespace,
     pairs: list[tuple[Path, Path]],
     model: Any,
     device: Any,
     class_names: list[str] | None,
+    boxes: list[Any] | None,
     quiet: bool,
 ) -> dict:
     """Update an OSIM metric view by view, then write the overlays of these views; returns the report parts."""
@@ -272,16 +314,22 @@ def _evaluate(
         model=model,
         class_names=class_names,
     ).to(device)
-    names = metric.class_names
+    names = metric.pool_names
     results = []
-    for ref_path, render_path in progress(pairs, quiet=quiet, desc="osim"):
+    for k, (ref_path, render_path) in enumerate(progress(pairs, quiet=quiet, desc="osim")):
         ref, render = read_image(ref_path), read_image(render_path)
         if ref.shape != render.shape:
             raise ValueError(
                 f"{render_path} is {render.shape[1]}x{render.shape[2]} px but its reference {ref_path} is "
                 f"{ref.shape[1]}x{ref.shape[2]}; renders must come from the reference cameras at the same size"
             )
-        metric.update(render[None].to(device), ref[None].to(device))
+        given = None if boxes is None else [boxes[k]]
+        try:
+            metric.update(render[None].to(device), ref[None].to(device), given)
+        except ValueError as err:
+            if given is None or "`boxes" not in str(err):
+                raise
+            raise ValueError(f"--boxes {str(args.boxes)!r}, view {ref_path.name}: {err}") from None
         results.append(metric.last_result)
     with metric.sync_context():  # sums over every process (a no-op without torch.distributed)
         r_sum, s_sum, count = (t.detach().cpu().clone() for t in (metric.r_sum, metric.s_sum, metric.count))
@@ -320,7 +368,8 @@ def _evaluate(
                     "class_id": int(res.classes[k]),
                     "class": class_name(int(res.classes[k]), names),
                     "box": [round(float(v), 3) for v in res.boxes[k]],
-                    "det_score": float(res.det_scores[k]),
+                    "det_score": None if bool(res.given[k]) else float(res.det_scores[k]),
+                    "given": bool(res.given[k]),
                     "r": r,
                     "s": float(res.s[k]),
                     "below_scene": (not math.isnan(score)) and r < score,

@@ -35,15 +35,18 @@ from scenemetrics.image import check_images
 from scenemetrics.osim.boxes import Letterbox, letterbox_tensor
 from scenemetrics.osim.detector import check_model, check_model_classes, load_detector
 from scenemetrics.osim.options import OSIMOptions, SaliencyFn
+from scenemetrics.osim.regions import UNLABELLED, GivenBoxes, check_given_boxes, pool_names
 from scenemetrics.osim.saliency import gbvs
 from scenemetrics.osim.yolox import COCO_CLASSES, YOLOX
 
 __all__ = [
     "OSIMResult",
+    "ReferenceObjects",
     "box_spans",
     "box_to_span",
     "class_name",
     "osim",
+    "reference_objects",
     "resolve_class_names",
     "scene_score",
 ]
@@ -54,9 +57,12 @@ _MIN_GBVS_SIDE = 16
 def class_name(class_id: int, names: Sequence[str] | None = None) -> str:
     """Name of a class index: ``names[class_id]``, or the COCO name without ``names`` (the index as text beyond).
 
+    ``names`` may be the detector's class names or the pool names (:func:`~scenemetrics.osim.regions.pool_names`,
+    which add ``"unlabelled"``, the pool of given boxes without a class, at index ``num_classes``).
+
     Example:
-        >>> class_name(0), class_name(1, ["cat", "dog"]), class_name(90)
-        ('person', 'dog', '90')
+        >>> class_name(0), class_name(1, ["cat", "dog"]), class_name(90), class_name(2, ["cat", "dog", "unlabelled"])
+        ('person', 'dog', '90', 'unlabelled')
     """
     table = COCO_CLASSES if names is None else names
     return table[class_id] if 0 <= class_id < len(table) else str(class_id)
@@ -93,6 +99,10 @@ def resolve_class_names(class_names: Sequence[str] | None, num_classes: int) -> 
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ValueError(f"`class_names` must be distinct (per-class scores are keyed by name); repeated: {dupes}")
+    if UNLABELLED in names:
+        raise ValueError(
+            f"`class_names` must not hold {UNLABELLED!r}: it names the pool of given boxes without a class"
+        )
     return names
 
 
@@ -100,7 +110,9 @@ def resolve_class_names(class_names: Sequence[str] | None, num_classes: int) -> 
 class OSIMResult:
     """Scene OSIM with its per-class pooling and per-object terms.
 
-    Objects are ordered by view, then in the detector's order (descending score).
+    Objects are ordered by view, then in the detector's order (descending score), then the given boxes of the view
+    in the order given. The per-class sums have one pool per detector class plus one, ``"unlabelled"`` (class id
+    ``num_classes``), for given boxes without a class.
 
     Attributes:
         score: 0-dim float32 scene OSIM; NaN when nothing was detected.
@@ -110,16 +122,18 @@ class OSIMResult:
         image_index: ``(n,)`` int64 view index of each object.
         boxes: ``(n, 4)`` reference boxes x1, y1, x2, y2 in original image pixels.
         boxes_letterbox: ``(n, 4)`` the same boxes in letterbox pixels.
-        classes: ``(n,)`` int64 class ids.
-        det_scores: ``(n,)`` detection confidences.
-        r: ``(n,)`` feature similarity ``r_ij`` (eq. 1).
+        classes: ``(n,)`` int64 class ids (``num_classes`` for an unlabelled given box).
+        det_scores: ``(n,)`` detection confidences (NaN for a given box).
+        r: ``(n,)`` feature similarity ``r_ij`` (eq. 1), or the object's patch score for
+            :func:`~scenemetrics.osim.patches.osim_patches`.
         s: ``(n,)`` saliency ``s_ij`` (eq. 3).
-        r_sum: ``(num_classes,)`` float64 sum of ``r_ij`` per class.
-        s_sum: ``(num_classes,)`` float64 sum of ``s_ij`` per class.
-        count: ``(num_classes,)`` float64 number of objects per class.
+        r_sum: ``(num_classes + 1,)`` float64 sum of ``r_ij`` per class (the last entry: unlabelled given boxes).
+        s_sum: ``(num_classes + 1,)`` float64 sum of ``s_ij`` per class.
+        count: ``(num_classes + 1,)`` float64 number of objects per class.
         ratio: letterbox ratio of the views.
         content_size: letterbox content ``(h_c, w_c)``.
-        class_names: the name of each class id (``None``: COCO names).
+        class_names: the name of each class id, ``"unlabelled"`` last (``None``: COCO names).
+        given: ``(n,)`` bool, True for a user-given box (``None``: no box was given).
     """
 
     score: Tensor
@@ -139,6 +153,7 @@ class OSIMResult:
     ratio: float
     content_size: tuple[int, int]
     class_names: tuple[str, ...] | None = None
+    given: Tensor | None = None
 
     def class_table(self) -> list[dict]:
         """Rows ``{class_id, name, o_l, s_l, count}`` sorted by ``o_l`` ascending (worst class first)."""
@@ -278,7 +293,9 @@ def scene_score(
                 stacklevel=2,
             )
         return o.mean().to(torch.float32)
-    return ((s * o).sum() / weight).to(torch.float32)
+    # classes of zero weight add nothing (and an unbounded o_l, such as the PSNR of an unchanged patch, no NaN)
+    keep = s > 0
+    return ((s[keep] * o[keep]).sum() / weight).to(torch.float32)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -345,13 +362,13 @@ def _resolve_model(
 
 
 def _empty_result(
-    num_classes: int,
+    num_pools: int,
     device: torch.device,
     ratio: float,
     content_size: tuple[int, int],
     class_names: tuple[str, ...] | None = None,
 ) -> OSIMResult:
-    z64 = torch.zeros(num_classes, dtype=torch.float64, device=device)
+    z64 = torch.zeros(num_pools, dtype=torch.float64, device=device)
     z = torch.zeros(0, device=device)
     return OSIMResult(
         score=torch.tensor(float("nan"), device=device),
@@ -371,6 +388,130 @@ def _empty_result(
         ratio=ratio,
         content_size=content_size,
         class_names=class_names,
+        given=torch.zeros(0, dtype=torch.bool, device=device),
+    )
+
+
+@dataclass
+class ReferenceObjects:
+    """The objects of a batch of reference views: the detector's, then the given boxes of each view.
+
+    Attributes:
+        letterbox: the references' letterbox.
+        features: the references' feature map of the options' layer ``(B, C, h, w)``.
+        image_index: ``(n,)`` int64 view of each object.
+        boxes: ``(n, 4)`` float32 boxes in original image pixels.
+        boxes_letterbox: ``(n, 4)`` float32 boxes in letterbox pixels.
+        classes: ``(n,)`` int64 pool ids (``num_classes`` for an unlabelled given box).
+        det_scores: ``(n,)`` detection confidences (NaN for a given box).
+        given: ``(n,)`` bool, True for a given box.
+        s: ``(n,)`` float32 saliency ``s_ij`` (eq. 3), empty when there is no object.
+    """
+
+    letterbox: Letterbox
+    features: Tensor
+    image_index: Tensor
+    boxes: Tensor
+    boxes_letterbox: Tensor
+    classes: Tensor
+    det_scores: Tensor
+    given: Tensor
+    s: Tensor
+
+    def __len__(self) -> int:
+        return int(self.classes.shape[0])
+
+
+def reference_objects(
+    target: Tensor, options: OSIMOptions, yolox: YOLOX, given: Sequence[GivenBoxes] | None = None
+) -> ReferenceObjects:
+    """Detect the objects of checked reference views, add the given boxes, and take each one's saliency ``s_ij``.
+
+    Args:
+        target: checked ``(B, 3, H, W)`` float references on the detector's device.
+        options: validated options.
+        yolox: the detector.
+        given: checked regions per view (:func:`~scenemetrics.osim.regions.check_given_boxes`), or ``None``.
+    """
+    S = yolox.input_size
+    lb = letterbox_tensor(target, S, True)
+    out = yolox._detect_letterbox(lb, options.conf_threshold, options.nms_threshold, (options.layer,))
+    dev = target.device
+    parts: dict[str, list[Tensor]] = {k: [] for k in ("view", "boxes", "lb", "classes", "scores", "given")}
+    for i, d in enumerate(out.detections):
+        g_boxes, g_ids = given[i] if given is not None else (torch.zeros(0, 4, dtype=torch.float64), torch.zeros(0))
+        n_det, n_given = len(d), int(g_boxes.shape[0])
+        parts["view"].append(torch.full((n_det + n_given,), i, dtype=torch.int64, device=dev))
+        parts["boxes"] += [d.boxes.to(torch.float32), g_boxes.to(dev, torch.float32)]
+        # given boxes enter the letterbox frame as the detector's leave it (boxes_letterbox / ratio), in float64
+        parts["lb"] += [d.boxes_letterbox.to(torch.float32), (g_boxes.to(dev) * lb.ratio).to(torch.float32)]
+        parts["classes"] += [d.classes, g_ids.to(dev, torch.int64)]
+        parts["scores"] += [d.scores.to(torch.float32), torch.full((n_given,), float("nan"), device=dev)]
+        parts["given"] += [torch.zeros(n_det, dtype=torch.bool, device=dev), torch.ones(n_given, dtype=torch.bool,
+                                                                                       device=dev)]  # fmt: skip
+    view = torch.cat(parts["view"]) if parts["view"] else torch.zeros(0, dtype=torch.int64, device=dev)
+    boxes_lb = torch.cat(parts["lb"]) if parts["lb"] else torch.zeros(0, 4, device=dev)
+    s = torch.zeros(0, device=dev)
+    if view.numel():
+        h_c, w_c = lb.content_size
+        with torch.no_grad():
+            sal = _saliency_maps(_content_rgb(lb), options.saliency)
+        s = _box_means(sal, view, box_spans(boxes_lb, 1, (h_c, w_c))).to(torch.float32)
+
+    def cat(key: str, empty: Tensor) -> Tensor:
+        return torch.cat(parts[key]) if parts[key] else empty
+
+    return ReferenceObjects(
+        letterbox=lb,
+        features=out.features[options.layer],
+        image_index=view,
+        boxes=cat("boxes", torch.zeros(0, 4, device=dev)),
+        boxes_letterbox=boxes_lb,
+        classes=cat("classes", torch.zeros(0, dtype=torch.int64, device=dev)),
+        det_scores=cat("scores", torch.zeros(0, device=dev)),
+        given=cat("given", torch.zeros(0, dtype=torch.bool, device=dev)),
+        s=s,
+    )
+
+
+def pooled_result(
+    objects: ReferenceObjects,
+    r: Tensor,
+    num_classes: int,
+    names: tuple[str, ...],
+    *,
+    warn: bool,
+    conf_threshold: float | None,
+) -> OSIMResult:
+    """The :class:`OSIMResult` of ``objects`` whose per-object scores are ``r`` (``(n,)``): per-class sums over
+    ``num_classes + 1`` pools and the scene score of eq. (5). ``names`` are the pool names."""
+    lb = objects.letterbox
+    if len(objects) == 0:
+        if warn:
+            _nothing_detected_warning(conf_threshold)
+        return _empty_result(num_classes + 1, r.device, lb.ratio, lb.content_size, names)
+    r = r.to(torch.float32)
+    r_sum, s_sum, count = _class_sums(objects.classes, r, objects.s, num_classes + 1)
+    seen = torch.nonzero(count > 0).flatten().tolist()
+    return OSIMResult(
+        score=scene_score(r_sum, s_sum, count, warn=warn, conf_threshold=conf_threshold),
+        per_class={c: float(r_sum[c] / count[c]) for c in seen},
+        class_saliency={c: float(s_sum[c] / count[c]) for c in seen},
+        class_counts={c: int(count[c]) for c in seen},
+        image_index=objects.image_index,
+        boxes=objects.boxes,
+        boxes_letterbox=objects.boxes_letterbox,
+        classes=objects.classes,
+        det_scores=objects.det_scores,
+        r=r,
+        s=objects.s,
+        r_sum=r_sum,
+        s_sum=s_sum,
+        count=count,
+        ratio=lb.ratio,
+        content_size=lb.content_size,
+        class_names=names,
+        given=objects.given,
     )
 
 
@@ -382,61 +523,38 @@ def _osim(
     *,
     warn: bool,
     class_names: Sequence[str] | None = None,
+    given: Sequence[GivenBoxes] | None = None,
 ) -> OSIMResult:
-    """OSIM of checked images (:func:`_check_pair`) with validated ``options`` and a detector on ``t``'s device."""
+    """OSIM of checked images (:func:`_check_pair`) with validated ``options``, a detector on ``t``'s device and
+    checked given boxes."""
     num_classes = yolox.num_classes
-    names = resolve_class_names(class_names, num_classes)
+    names = pool_names(resolve_class_names(class_names, num_classes), num_classes)
     if t.shape[0] == 0:
         if warn:
             _nothing_detected_warning(options.conf_threshold)
-        return _empty_result(num_classes, t.device, float("nan"), (0, 0), names)
+        return _empty_result(num_classes + 1, t.device, float("nan"), (0, 0), names)
+    objects = reference_objects(t, options, yolox, given)
+    r = torch.zeros(0, device=t.device)
+    if len(objects):
+        with torch.no_grad():
+            layer = options.layer
+            f_test = yolox.extract(letterbox_tensor(p, yolox.input_size, True).canvas, (layer,))[layer]
+            cos = F.cosine_similarity(objects.features, f_test, dim=1, eps=1e-8)  # (B, H_f, W_f)
+        h_c, w_c = objects.letterbox.content_size
+        step = yolox.input_size / cos.shape[-1]
+        cell_limits = (math.ceil(h_c / step), math.ceil(w_c / step))
+        r = _box_means(cos, objects.image_index, box_spans(objects.boxes_letterbox, step, cell_limits))
+    return pooled_result(objects, r, num_classes, names, warn=warn, conf_threshold=options.conf_threshold)
 
-    S = yolox.input_size
-    layer = options.layer
-    lb_ref = letterbox_tensor(t, S, True)
-    out = yolox._detect_letterbox(lb_ref, options.conf_threshold, options.nms_threshold, (layer,))
-    f_ref = out.features[layer]
-    with torch.no_grad():
-        f_test = yolox.extract(letterbox_tensor(p, S, True).canvas, (layer,))[layer]
-        cos = F.cosine_similarity(f_ref, f_test, dim=1, eps=1e-8)  # (B, H_f, W_f)
-    h_c, w_c = lb_ref.content_size
-    dets = out.detections
-    counts = [len(d) for d in dets]
-    if sum(counts) == 0:
-        if warn:
-            _nothing_detected_warning(options.conf_threshold)
-        return _empty_result(num_classes, t.device, lb_ref.ratio, lb_ref.content_size, names)
 
-    with torch.no_grad():
-        sal = _saliency_maps(_content_rgb(lb_ref), options.saliency)
-    view = torch.repeat_interleave(torch.arange(len(dets), device=t.device), torch.tensor(counts, device=t.device))
-    boxes_lb = torch.cat([d.boxes_letterbox for d in dets])
-    step = S / cos.shape[-1]
-    cell_limits = (math.ceil(h_c / step), math.ceil(w_c / step))
-    r = _box_means(cos, view, box_spans(boxes_lb, step, cell_limits)).to(torch.float32)
-    s = _box_means(sal, view, box_spans(boxes_lb, 1, (h_c, w_c))).to(torch.float32)
-    classes = torch.cat([d.classes for d in dets])
-    r_sum, s_sum, count = _class_sums(classes, r, s, num_classes)
-    seen = torch.nonzero(count > 0).flatten().tolist()
-    return OSIMResult(
-        score=scene_score(r_sum, s_sum, count, warn=warn, conf_threshold=options.conf_threshold),
-        per_class={c: float(r_sum[c] / count[c]) for c in seen},
-        class_saliency={c: float(s_sum[c] / count[c]) for c in seen},
-        class_counts={c: int(count[c]) for c in seen},
-        image_index=view,
-        boxes=torch.cat([d.boxes for d in dets]),
-        boxes_letterbox=boxes_lb,
-        classes=classes,
-        det_scores=torch.cat([d.scores for d in dets]),
-        r=r,
-        s=s,
-        r_sum=r_sum,
-        s_sum=s_sum,
-        count=count,
-        ratio=lb_ref.ratio,
-        content_size=lb_ref.content_size,
-        class_names=names,
-    )
+def given_boxes(
+    boxes: Sequence[object] | None, images: Tensor, yolox: YOLOX, class_names: Sequence[str] | None
+) -> list[GivenBoxes] | None:
+    """``boxes`` checked for the checked ``images`` (``(B, 3, H, W)``) and ``yolox``'s classes."""
+    return check_given_boxes(
+        boxes, int(images.shape[0]), (int(images.shape[-2]), int(images.shape[-1])), yolox.num_classes,
+        resolve_class_names(class_names, yolox.num_classes),
+    )  # fmt: skip
 
 
 def osim(
@@ -452,6 +570,7 @@ def osim(
     model: YOLOX | None = None,
     num_classes: int | None = None,
     class_names: Sequence[str] | None = None,
+    boxes: Sequence[object] | None = None,
 ) -> OSIMResult:
     """Scene OSIM of test images (renders) against their references; the B pairs are the views of one scene.
 
@@ -471,13 +590,18 @@ def osim(
             files; a YOLOX fine-tuned on your own classes loads as it is). A different value raises.
         class_names: one name per class, in head order, used by the per-class outputs (``None``: the COCO names
             for an 80-class head, the class indices as text otherwise).
+        boxes: regions of your own next to the detector's, one entry per image: ``None``, a ``(K, 4)`` list of
+            ``x1, y1, x2, y2`` in original image pixels (no class: pooled as ``"unlabelled"``), or
+            ``{"boxes": (K, 4), "classes": [name, index or None, ...]}`` (see :mod:`scenemetrics.osim.regions`).
+            A given box is scored exactly as a detection with the same box and class.
 
     Returns:
-        An :class:`OSIMResult`. With no detection the score is NaN and a ``UserWarning`` is emitted.
+        An :class:`OSIMResult`. With no object (detected or given) the score is NaN and a ``UserWarning`` is
+        emitted.
 
     Raises:
-        ValueError: bad images, different shapes of ``preds`` and ``target``, a bad option, or a ``model`` on
-            another device.
+        ValueError: bad images, different shapes of ``preds`` and ``target``, a bad option, bad ``boxes``, or a
+            ``model`` on another device.
         scenemetrics.hub.WeightsNotFoundError: no checkpoint for ``detector``.
 
     Example:
@@ -489,9 +613,14 @@ def osim(
         >>> res = osim((refs * 0.7).clamp(0, 1), refs, detector="yolox_nano", weights_path=p, conf_threshold=0.3)
         >>> bool(0 <= float(res.score) < 1), res.r.shape == res.s.shape
         (True, True)
+        >>> mine = osim(refs, refs, detector="yolox_nano", weights_path=p, conf_threshold=2.0,  # no detection
+        ...             boxes=[[[8, 8, 60, 60]], {"boxes": [[0, 0, 40, 30]], "classes": ["dog"]}])
+        >>> [mine.class_names[c] for c in mine.classes.tolist()], round(float(mine.score), 4)
+        (['unlabelled', 'dog'], 1.0)
     """
     opts = OSIMOptions(detector, layer, conf_threshold, nms_threshold, saliency)
     p, t = _check_pair(preds, target)
     yolox = _resolve_model(model, opts.detector, weights_path, t.device, num_classes)
+    given = given_boxes(boxes, t, yolox, class_names)
     with torch.no_grad():
-        return _osim(p, t, opts, yolox, warn=True, class_names=class_names)
+        return _osim(p, t, opts, yolox, warn=True, class_names=class_names, given=given)

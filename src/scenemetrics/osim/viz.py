@@ -191,7 +191,7 @@ def low_objects_picture(
     low.sort(key=lambda k: (float(r[k]), k))
     low_objects = [
         {
-            "class": class_name(int(classes[k])),
+            "class": class_name(int(classes[k]), result.class_names),
             "class_id": int(classes[k]),
             "r": float(r[k]),
             "box": [round(float(v), 2) for v in boxes[k]],
