@@ -334,10 +334,14 @@ class MetricRunner:
         try:
             return get_metric(name).build(config)
         except Exception as err:
-            err.add_note(
+            note = (
                 f"(building the {name!r} metric for panel_map={self.panel_map!r}; pass panel_map='abs', which needs "
                 "no weights, or panel_map=None)"
             )
+            if hasattr(err, "add_note"):  # Python >= 3.11
+                err.add_note(note)
+            elif len(err.args) == 1 and isinstance(err.args[0], str):  # Python 3.10: into the message itself
+                err.args = (f"{err.args[0]} {note}",)
             raise
 
     def _higher_is_better(self, name: str) -> bool | None:
