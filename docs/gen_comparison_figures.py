@@ -10,6 +10,9 @@ numbers show what the outputs look like, not calibrated scores). It writes:
 * ``comparisons_baselines.md``: ``scenemetrics eval`` of four "methods" (the clean views, the views with the demo's
   planted artifacts, Gaussian noise, Gaussian blur) with the whole-image metrics next to OSIM and its Bbox-patch
   baselines, the planted artifacts' boxes given as regions the detector may miss (``--osim-boxes``);
+* ``comparisons_distribution.md``: the same four methods scored by PRISM's distribution baselines (FID, KID, CMMD,
+  FD-DINOv2) and the embedding similarities (CLIP-S, DINO similarity, OSIM's CLIP patch baseline), on a random
+  Inception checkpoint and small random CLIP / DINOv2 models;
 * ``comparisons_objects.png``: the objects one view is scored on (detected and given), with their OSIM ``r`` and patch
   PSNR.
 
@@ -135,6 +138,28 @@ def baseline_figures(work: Path, demo: dict) -> list[str]:
     return ["comparisons_baselines.md"]
 
 
+DISTRIBUTION = ("fid", "kid", "cmmd", "fd_dinov2", "clip_s", "dino_sim", "osim_patch_clip")
+
+
+def distribution_figures(work: Path, demo: dict) -> list[str]:
+    """``scenemetrics eval`` of the four methods with the distribution and embedding baselines (random weights)."""
+    out = work / "eval_distribution"
+    # KID's subsets can hold at most the views of one scene (3): the default 1000 would be cut down, with a warning
+    _cli("eval", "--root", str(work / "tree"), "--out", str(out), "--metrics", ",".join(DISTRIBUTION),
+         "--random-weights", "--inception-subset-size", "3", "--inception-subsets", "10", "--osim-conf", CONF, "--osim-boxes",
+         str(work / "boxes.json"), "--no-report", "--quiet", "--device", "cpu")  # fmt: skip
+    doc = restore(json.loads((out / "results.json").read_text()))
+    rows = {r["method"]: r for r in doc["leaderboard"]}
+    arrows = {"clip_s": "↑", "dino_sim": "↑", "osim_patch_clip": "↑"}
+    head = " | ".join(f"`{c}` {arrows.get(c, '↓')}" for c in DISTRIBUTION)
+    lines = [f"| method | {head} |", "|---|" + "---|" * len(DISTRIBUTION)]
+    for method in demo["methods"]:
+        mean = rows[method]["mean"]
+        lines.append(f"| {method} | " + " | ".join(_fmt(mean.get(c), 3) for c in DISTRIBUTION) + " |")
+    (FIGURES / "comparisons_distribution.md").write_text("\n".join(lines) + "\n")
+    return ["comparisons_distribution.md"]
+
+
 def objects_figure(work: Path, demo: dict) -> list[str]:
     """One view: the objects OSIM scores (detected, faint; given, dashed), the changed ones labelled with r and PSNR."""
     import matplotlib
@@ -215,7 +240,12 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="scenemetrics-comparisons-") as tmp:
         work = Path(tmp)
         demo = write_demo(work)
-        figures = sweep_figures(work) + baseline_figures(work, demo) + objects_figure(work, demo)
+        figures = (
+            sweep_figures(work)
+            + baseline_figures(work, demo)
+            + distribution_figures(work, demo)
+            + objects_figure(work, demo)
+        )
     for figure in figures:
         digest = hashlib.sha256((FIGURES / figure).read_bytes()).hexdigest()
         manifest["figures"][figure] = {"group": "comparisons", "sha256": digest}

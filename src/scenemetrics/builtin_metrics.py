@@ -416,29 +416,36 @@ def feed_objects(metric: Any, item: ViewItem, config: MetricConfig) -> tuple:
 osim_requirement = _package_requirement("scenemetrics.osim", "OSIM", "OSIM")
 """Why OSIM cannot run here (its package missing), or ``None``."""
 
+# The objects OSIM scores and how they are weighted: declared once, shared with OSIM's Bbox-patch baselines below
+# (family "osim": one --osim-<key> flag sets every metric of the family that declares the key).
+_OSIM_OBJECT_OPTIONS = (
+    Option(
+        "detector",
+        str,
+        "yolox_x",
+        "YOLOX variant (yolox_nano with random weights)",
+        choices="scenemetrics.osim.checkpoints:YOLOX_VARIANTS",
+    ),
+    Option("weights", Path, None, "YOLOX checkpoint (file or folder)", argument="weights_path"),
+    Option("conf", float, 0.35, "detection confidence threshold", argument="conf_threshold", low=0, high=1),
+    Option("nms", float, 0.45, "NMS IoU threshold", argument="nms_threshold", low=0, high=1),
+    Option(
+        "saliency",
+        str,
+        "gbvs",
+        "saliency weighting of the objects",
+        choices="scenemetrics.osim.options:SALIENCY_MODES",
+    ),
+    Option("boxes", Path, None, "boxes file (JSON/CSV) of objects the detector misses, scored next to its own"),
+)
+
 register_metric(
     "osim",
     build_osim,
     options=[
-        Option(
-            "detector",
-            str,
-            "yolox_x",
-            "YOLOX variant (yolox_nano with random weights)",
-            choices="scenemetrics.osim.checkpoints:YOLOX_VARIANTS",
-        ),
-        Option("weights", Path, None, "YOLOX checkpoint (file or folder)", argument="weights_path"),
-        Option("conf", float, 0.35, "detection confidence threshold", argument="conf_threshold", low=0, high=1),
-        Option("nms", float, 0.45, "NMS IoU threshold", argument="nms_threshold", low=0, high=1),
+        *_OSIM_OBJECT_OPTIONS[:4],
         Option("layer", str, "dark5", "feature map compared", choices="scenemetrics.osim.yolox:FEATURE_LAYERS"),
-        Option(
-            "saliency",
-            str,
-            "gbvs",
-            "saliency weighting of the objects",
-            choices="scenemetrics.osim.options:SALIENCY_MODES",
-        ),
-        Option("boxes", Path, None, "boxes file (JSON/CSV) of objects the detector misses, scored next to its own"),
+        *_OSIM_OBJECT_OPTIONS[4:],
     ],
     inputs=("gt",),
     higher_is_better=True,
@@ -862,26 +869,6 @@ register_protocol(
 # the objects and the pooling, the fullref room SSIM and LPIPS; they meet here. Family "osim": --osim-detector,
 # --osim-conf, --osim-boxes, ... set OSIM and its baselines alike.
 
-_PATCH_OPTIONS = (
-    Option(
-        "detector",
-        str,
-        "yolox_x",
-        "YOLOX variant (yolox_nano with random weights)",
-        choices="scenemetrics.osim.checkpoints:YOLOX_VARIANTS",
-    ),
-    Option("weights", Path, None, "YOLOX checkpoint (file or folder)", argument="weights_path"),
-    Option("conf", float, 0.35, "detection confidence threshold", argument="conf_threshold", low=0, high=1),
-    Option("nms", float, 0.45, "NMS IoU threshold", argument="nms_threshold", low=0, high=1),
-    Option(
-        "saliency",
-        str,
-        "gbvs",
-        "saliency weighting of the objects",
-        choices="scenemetrics.osim.options:SALIENCY_MODES",
-    ),
-    Option("boxes", Path, None, "boxes file (JSON/CSV) of objects the detector misses, scored next to its own"),
-)
 _PATCH_LPIPS_OPTIONS = (
     Option("lpips_net", str, "alex", "LPIPS backbone of osim_patch_lpips", choices=("alex", "vgg", "squeeze")),
     Option(
@@ -977,7 +964,7 @@ for _name, _what, _best in (
     register_metric(
         _name,
         build_osim_patches,
-        options=(*_PATCH_OPTIONS, *_PATCH_SCORES[_name][1]),
+        options=(*_OSIM_OBJECT_OPTIONS, *_PATCH_SCORES[_name][1]),
         family="osim",
         inputs=("gt",),
         higher_is_better=_best,
