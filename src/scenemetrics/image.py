@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import warnings
 from collections.abc import Sequence
@@ -126,16 +127,15 @@ def check_images(
         )
     if out.numel() and not range_ok:
         with torch.no_grad():
-            finite = bool(torch.isfinite(out).all())
-            if not finite:
+            # one pass: the extremes are NaN when any value is NaN and infinite when any value is infinite
+            lo, hi = (float(v) for v in torch.aminmax(out))
+            if not (math.isfinite(lo) and math.isfinite(hi)):
                 raise ValueError(f"`{name}` contains NaN or infinite values (shape {tuple(images.shape)})")
-            if check_range:
-                lo, hi = float(out.min()), float(out.max())
-                if lo < -RANGE_TOLERANCE or hi > 1.0 + RANGE_TOLERANCE:
-                    raise ValueError(
-                        f"`{name}` must be float in [0, 1] (or uint8); received values in [{lo:.6g}, {hi:.6g}]"
-                        " (if it is in [0, 255] convert it to uint8 or divide by 255; nothing is clipped silently)"
-                    )
+            if check_range and (lo < -RANGE_TOLERANCE or hi > 1.0 + RANGE_TOLERANCE):
+                raise ValueError(
+                    f"`{name}` must be float in [0, 1] (or uint8); received values in [{lo:.6g}, {hi:.6g}]"
+                    " (if it is in [0, 255] convert it to uint8 or divide by 255; nothing is clipped silently)"
+                )
     return out.contiguous()
 
 
