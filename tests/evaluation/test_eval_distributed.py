@@ -72,6 +72,27 @@ def test_two_processes_give_the_table_of_one(tree, tmp_path, one_process):
     assert sorted(pids) == sorted(order)
 
 
+def test_a_unit_left_over_is_shared_by_both_processes(tree, tmp_path, one_process):
+    """3 units on 2 processes: one round of whole units, then the third unit's views split between both processes
+    (one view each) and merged on rank 0; the table is the one-process table."""
+    out2, log2 = tmp_path / "ddp", tmp_path / "ddp.log"
+    extra = ("--scenes", "alpha", "--devices", "2", "--strategy", "ddp")
+    cmd = [PYTHON, "-m", "scenemetrics", *_args(tree, out2, log2, *extra)]
+    proc = subprocess.run(cmd, env=subprocess_env(tmp_path), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    expected = [row for row in read_csv(one_process / "results.csv") if row["scene"] == "alpha"]
+    _same_table(read_csv(out2 / "results.csv"), expected)
+    records = {f"{r['method']}/{r['scene']}": (r["rank"], r["processes"]) for r in read_jsonl(out2 / RESULTS_FILE)}
+    assert records == {"m_art/alpha": (0, 1), "m_clean/alpha": (1, 1), "m_noise/alpha": (0, 2)}
+    logged: dict[str, list[tuple[str, str]]] = {}
+    for line in log2.read_text().splitlines():
+        unit, view, pid = line.split()
+        logged.setdefault(unit, []).append((view, pid))
+    assert all(sorted(v for v, _ in lines) == sorted(VIEWS) for lines in logged.values())  # every view once
+    assert len({pid for _, pid in logged["m_noise/alpha"]}) == 2  # one view on each process
+    assert len({pid for _, pid in logged["m_art/alpha"]}) == len({pid for _, pid in logged["m_clean/alpha"]}) == 1
+
+
 def test_killed_run_resumes_without_recomputing(tree, tmp_path, one_process):
     out, log1 = tmp_path / "out", tmp_path / "first.log"
     cmd = [PYTHON, "-m", "scenemetrics", *_args(tree, out, log1, "--metric-option", "standin.delay=0.5")]
