@@ -134,6 +134,9 @@ def test_flags_follow_the_families() -> None:
     assert declared == {
         "psnr": (),
         "ssim": (),
-        "lpips": ("net", "weights"),
+        "lpips": ("net", "weights", "linear_weights"),
         "osim": ("detector", "weights", "conf", "nms", "layer", "saliency"),
     }
+    # the score and the map of LPIPS share one schema: --lpips-linear-weights sets both
+    assert get_metric("lpips_map").options == get_metric("lpips").options
+    assert flags["lpips_linear_weights"].metrics == ("lpips", "lpips_map")
