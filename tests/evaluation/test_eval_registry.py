@@ -314,6 +314,29 @@ def test_lpips_equals_torchmetrics_lpips_on_the_same_weights(net, tmp_path, no_t
     assert float(ours.compute()) == pytest.approx(float(theirs.compute()), rel=1e-5, abs=1e-8)
 
 
+@pytest.mark.parametrize("name", ["ssim", "lpips"])
+def test_built_metrics_survive_copies_and_pickling(name, tmp_path, no_torch_download):
+    """Copies (deepcopy, pickle: what the callbacks and DDP do) keep their own states and the size check: no
+    per-instance patch of ``update`` (which torchmetrics drops on a copy, or which would update the original)."""
+    import copy
+    import pickle
+
+    cfg = MetricConfig(name=name, options={}, device=torch.device("cpu"), random_weights=True, work_dir=tmp_path)
+    metric = get_metric(name).build(cfg)
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.rand(1, 3, 40, 44, generator=g), torch.rand(1, 3, 40, 44, generator=g)
+    metric.update(x, y)
+    expected = float(metric.compute())
+    for clone in (copy.deepcopy(metric), pickle.loads(pickle.dumps(metric))):
+        clone.reset()
+        clone.update(x, y)
+        assert float(clone.compute()) == expected
+        small = torch.rand(1, 3, 5, 5)
+        with pytest.raises(ValueError, match=r"at least \d+x\d+ pixels"):
+            clone.update(small, small)
+    assert float(metric.compute()) == expected  # the original was not fed by its copies
+
+
 def test_lpips_uses_the_hub_cache_and_fails_clearly_offline(tmp_path, monkeypatch, no_torch_download):
     monkeypatch.setenv("SCENEMETRICS_OFFLINE", "1")
     with pytest.raises(hub.WeightsNotFoundError, match=r"squeezenet1_1-b8a52dc0\.pth"):

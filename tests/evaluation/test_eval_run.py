@@ -282,6 +282,34 @@ def test_without_lightning(tree, tmp_path, monkeypatch, capsys):
     assert 'pip install "scenemetrics[lightning]"' in capsys.readouterr().err
 
 
+def test_several_cpu_processes_are_forked_unless_told_otherwise(monkeypatch):
+    """`auto` becomes ddp_fork only for several CPU processes of one Linux machine that no launcher started."""
+    from scenemetrics.evaluation.processes import fabric_strategy
+
+    def strategy(accelerator="cpu", devices=2, **kwargs):
+        config = EvalConfig(root="r", out="o", devices=devices, **kwargs)
+        return fabric_strategy(config, accelerator, devices)
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    for name in ("WORLD_SIZE", "SLURM_NTASKS"):
+        monkeypatch.delenv(name, raising=False)
+    assert strategy() == "ddp_fork"
+    assert strategy(strategy="ddp") == "ddp" and strategy(strategy="ddp_spawn") == "ddp_spawn"  # as asked
+    assert (
+        strategy(accelerator="cuda") == "auto" and strategy(devices=1) == "auto" and strategy(devices="auto") == "auto"
+    )
+    assert strategy(num_nodes=2) == "auto"
+    monkeypatch.setattr("torch.cuda.is_available", lambda: True)
+    assert strategy(accelerator="auto") == "auto"  # Fabric would pick the GPU
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    assert strategy(accelerator="auto") == "ddp_fork"
+    monkeypatch.setenv("WORLD_SIZE", "4")  # torchrun started the processes
+    assert strategy() == "auto"
+    monkeypatch.delenv("WORLD_SIZE")
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert strategy() == "auto"
+
+
 def test_multi_process_from_inside_python_is_refused(tree, tmp_path, capsys):
     assert _eval(tree, tmp_path / "out", "--devices", "2", "--strategy", "ddp", metrics="psnr") == 1
     assert "re-running this program's command line" in capsys.readouterr().err

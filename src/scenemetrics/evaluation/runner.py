@@ -44,6 +44,7 @@ import math
 import shutil
 import sys
 import tempfile
+import traceback
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -77,7 +78,8 @@ def run_evaluation(config: EvalConfig) -> EvalSummary | None:
     Runs on one plain process (Lightning not even imported) when a single device is asked for and no launcher
     (torchrun, SLURM) started several processes; otherwise through a Lightning Fabric launched with
     ``config.devices``/``num_nodes``/``strategy`` (``ddp`` re-runs the command line in the other processes, as
-    Lightning does).
+    Lightning does; several CPU processes of one Linux machine are forked, ``ddp_fork``, unless a strategy is given:
+    :func:`~scenemetrics.evaluation.processes.fabric_strategy`).
 
     Returns:
         The :class:`EvalSummary` on rank 0 (``None`` on the other ranks).
@@ -91,11 +93,69 @@ def run_evaluation(config: EvalConfig) -> EvalSummary | None:
         from scenemetrics.devices import resolve_device
 
         return _worker(LocalProcess(resolve_device(config.device)), config)
-    return fabric.launch(_fabric_worker, config)
+    outcome = fabric.launch(_fabric_worker, config)
+    return outcome.unwrap() if isinstance(outcome, _Outcome) else None
 
 
-def _fabric_worker(fabric: Any, config: EvalConfig) -> EvalSummary | None:
-    return _worker(FabricProcesses(fabric), config)
+@dataclasses.dataclass
+class _Outcome:
+    """What rank 0's worker hands back to the process that launched Fabric (the same process, or through a queue
+    from a forked or spawned one): the summary or the failure, and the warnings raised meanwhile."""
+
+    summary: EvalSummary | None = None
+    failure: BaseException | None = None
+    traceback: str = ""
+    warnings: list[tuple[str, type[Warning], str, int]] = dataclasses.field(default_factory=list)
+
+    def unwrap(self) -> EvalSummary | None:
+        """Raise the warnings again here (the CLI shows them), then the failure, or return the summary."""
+        for message, category, filename, lineno in self.warnings:
+            warnings.warn_explicit(message, category, filename, lineno)
+        if self.failure is not None:
+            raise self.failure from _WorkerTracebackError(self.traceback)
+        return self.summary
+
+
+class _WorkerTracebackError(Exception):
+    """The traceback of a failure in a Fabric worker process, as text (shown with ``SCENEMETRICS_DEBUG=1``)."""
+
+    def __str__(self) -> str:
+        return self.args[0] if self.args else ""
+
+
+class _StoppedByRankZeroError(RuntimeError):
+    """Raised on the other ranks when rank 0 failed: rank 0 reports the failure, the others stop quietly."""
+
+
+def _fabric_worker(fabric: Any, config: EvalConfig) -> _Outcome | None:
+    """:func:`_worker` on one of Fabric's processes. Rank 0 returns an :class:`_Outcome` (a failure and the warnings
+    are values: a forked or spawned rank 0 reaches the launching process only through its return value); the other
+    ranks return ``None``, stop quietly when rank 0 failed and raise their own failures."""
+    if fabric.global_rank != 0:
+        with contextlib.suppress(_StoppedByRankZeroError):
+            _worker(FabricProcesses(fabric), config)
+        return None
+    outcome = _Outcome()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            outcome.summary = _worker(FabricProcesses(fabric), config)
+        except Exception as err:
+            outcome.failure = _picklable(err)
+            outcome.traceback = traceback.format_exc()
+    outcome.warnings = [(str(w.message), w.category, w.filename, w.lineno) for w in caught]
+    return outcome
+
+
+def _picklable(err: BaseException) -> BaseException:
+    """``err``, or a ``RuntimeError`` with its text when it cannot travel between processes."""
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(err))
+        return err
+    except Exception:
+        return RuntimeError(error_text(err))
 
 
 @contextlib.contextmanager
@@ -190,7 +250,7 @@ def _share(dist: Any, value: Any, failure: BaseException | None) -> Any:
     if failure is not None:
         raise failure
     if message is not None:
-        raise RuntimeError(f"rank 0 stopped the evaluation: {message}")
+        raise _StoppedByRankZeroError(f"rank 0 stopped the evaluation: {message}")
     return value
 
 
