@@ -11,8 +11,9 @@ Workload (issue 30): a NerfBaselines predictions folder of ``--views`` render/gr
 * ``scenemetrics_protocol``: the same with ``--protocol nerfbaselines`` (NerfBaselines' own SSIM and LPIPS
   definitions; its SSIM is computed in float64, as NerfBaselines does);
 * ``scenemetrics_devices<N>``: the issue's command with ``--devices N`` for each N of ``--devices`` (Lightning
-  Fabric on the CPU, N processes of one thread: the unit's views are split between them), when ``lightning`` can be
-  imported.
+  Fabric on the CPU, N processes of one thread: the unit's views are split between them; forked, the default on
+  Linux), when ``lightning`` can be imported; with ``--ddp-too`` also ``scenemetrics_devices<N>_ddp`` with
+  ``--strategy ddp`` (the other processes re-run the command line and import everything again).
 
 Each is a fresh process with one thread (``OMP_NUM_THREADS=1``, ``MKL_NUM_THREADS=1``), all offline, all on the same
 random AlexNet backbone in torchvision's layout (written into a private ``TORCH_HOME`` for NerfBaselines, given with
@@ -63,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--nerfbaselines-path", default=None, help="folder put on PYTHONPATH to import nerfbaselines")
     p.add_argument("--skip-protocol", action="store_true", help="do not time --protocol nerfbaselines")
     p.add_argument("--devices", default="2", help="comma-separated process counts timed with --devices ('' for none)")
+    p.add_argument("--ddp-too", action="store_true", help="also time --devices N with --strategy ddp")
     p.add_argument("--import-repeats", type=int, default=3, help="0 skips the import measurements")
     return p
 
@@ -177,13 +179,15 @@ def main(argv: list[str] | None = None) -> None:
         ).returncode == 0
         devices = [int(n) for n in args.devices.split(",") if n.strip() and int(n) > 1] if has_lightning else []
         for n in devices:
-            commands[f"scenemetrics_devices{n}"] = [*sm_cmd, "--devices", str(n), "--strategy", "ddp"]
+            commands[f"scenemetrics_devices{n}"] = [*sm_cmd, "--devices", str(n)]
+            if args.ddp_too:
+                commands[f"scenemetrics_devices{n}_ddp"] = [*sm_cmd, "--devices", str(n), "--strategy", "ddp"]
         if has_nb:
             commands = {"nerfbaselines": [sys.executable, "-m", "nerfbaselines", "evaluate", str(preds)], **commands}
         cpu: dict[str, list[float]] = {k: [] for k in commands}
         wall: dict[str, list[float]] = {k: [] for k in commands}
         ratios: dict[str, list[float]] = {k: [] for k in commands if k != "nerfbaselines"}
-        speedups: dict[int, list[float]] = {n: [] for n in devices}
+        speedups: dict[str, list[float]] = {k.removeprefix("scenemetrics_"): [] for k in commands if "_devices" in k}
         for r in range(args.repeats):
             outs = {}
             for name, cmd in commands.items():
@@ -197,8 +201,8 @@ def main(argv: list[str] | None = None) -> None:
             if has_nb:
                 for name in ratios:
                     ratios[name].append(cpu[name][-1] / cpu["nerfbaselines"][-1])
-            for n in devices:
-                speedups[n].append(wall["scenemetrics"][-1] / wall[f"scenemetrics_devices{n}"][-1])
+            for name in speedups:
+                speedups[name].append(wall["scenemetrics"][-1] / wall[f"scenemetrics_{name}"][-1])
             last = outs
         values = _values(last["nerfbaselines"] / "results.json" if has_nb else None, last["scenemetrics"])
         for name in commands:
@@ -206,12 +210,12 @@ def main(argv: list[str] | None = None) -> None:
                 doc = json.loads((last[name] / "results.json").read_text())
                 values[name] = {k: float(v) for k, v in doc["scenes"][0]["values"].items()}
         scaling = {
-            f"devices{n}": {
-                "wall_speedup_vs_1": round(statistics.median(speedups[n]), 3),
-                "wall_seconds": round(statistics.median(wall[f"scenemetrics_devices{n}"]), 3),
-                "cpu_seconds_all_processes": round(statistics.median(cpu[f"scenemetrics_devices{n}"]), 3),
+            name: {
+                "wall_speedup_vs_1": round(statistics.median(speedups[name]), 3),
+                "wall_seconds": round(statistics.median(wall[f"scenemetrics_{name}"]), 3),
+                "cpu_seconds_all_processes": round(statistics.median(cpu[f"scenemetrics_{name}"]), 3),
             }
-            for n in devices
+            for name in speedups
         }
         imports = {}
         for name, code in IMPORTS.items() if args.import_repeats else ():
