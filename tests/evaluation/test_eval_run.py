@@ -282,6 +282,30 @@ def test_without_lightning(tree, tmp_path, monkeypatch, capsys):
     assert 'pip install "scenemetrics[lightning]"' in capsys.readouterr().err
 
 
+def test_only_the_program_preloads_with_the_collector_paused(tree, tmp_path, monkeypatch):
+    """`scenemetrics eval` as the program imports torch and torchmetrics first with the garbage collector paused (and
+    freezes what exists); a Python caller of main() keeps its collector as it is."""
+    import gc
+
+    from scenemetrics import cliutils
+
+    calls = []
+    monkeypatch.setattr(cliutils, "preload", lambda *modules: calls.append(modules))
+    assert _eval(tree, tmp_path / "out", "--methods", "m_clean", metrics="psnr") == 0
+    assert calls == []
+    argv = ["scenemetrics", "eval", "--root", str(tree), "--out", str(tmp_path / "out2"), "--metrics", "psnr"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--methods", "m_clean", "--quiet", "--device", "cpu"])
+    assert main() == 0
+    assert calls == [("torch", "torchmetrics", "scenemetrics.evaluation.runner")]
+    monkeypatch.undo()
+    gc.unfreeze()
+    try:
+        cliutils.preload("json", "no_such_module_for_scenemetrics")  # a missing module is left to the command
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+
+
 def test_several_cpu_processes_are_forked_unless_told_otherwise(monkeypatch):
     """`auto` becomes ddp_fork only for several CPU processes of one Linux machine that no launcher started."""
     from scenemetrics.evaluation.processes import fabric_strategy
