@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -74,7 +75,8 @@ def _compute(
         if extra:
             out["class_scores"] = extra
     except Exception as err:
-        out, unit_states = {"status": "error", "error": error_text(err)}, None
+        out = {"status": "error", "error": error_text(err), "traceback": traceback.format_exc()[-4000:]}
+        unit_states = None
     out["seconds"] = round(float(cell.get("seconds", 0.0)) + time.perf_counter() - t0, 4)
     return out, unit_states, messages
 
