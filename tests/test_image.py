@@ -76,6 +76,22 @@ def test_non_finite_values(value):
         check_images(x, "refs")
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_non_finite_values_anywhere_in_a_large_batch(value, dtype):
+    """The check is one pass over the extremes (NaN and infinities reach them); a value in every part of a batch
+    that the vectorised reduction splits (the first, middle and last elements, the tail of a row) is found."""
+    x = torch.rand(2, 3, 61, 67).to(dtype)
+    for index in [(0, 0, 0, 0), (1, 1, 30, 33), (1, 2, 60, 66), (0, 2, 17, 64)]:
+        for check_range in (True, False):
+            y = x.clone()
+            y[index] = value
+            y[0, 0, 5, 5] = 2.0  # also out of range: the non-finite value is named first
+            with pytest.raises(ValueError, match=r"`img` contains NaN or infinite values"):
+                check_images(y, "img", check_range=check_range)
+    assert torch.equal(check_images(x, "img"), x.float())
+
+
 @pytest.mark.parametrize(
     ("shape", "pattern"),
     [

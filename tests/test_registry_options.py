@@ -130,9 +130,12 @@ def test_flags_follow_the_families() -> None:
     assert declared == {
         "psnr": (),
         "ssim": (),
-        "lpips": ("net", "weights"),
+        "lpips": ("net", "weights", "linear_weights"),
         "osim": ("detector", "weights", "conf", "nms", "layer", "saliency", "boxes"),
     }
+    # the score and the map of LPIPS share one schema: --lpips-linear-weights sets both
+    assert get_metric("lpips_map").options == get_metric("lpips").options
+    assert flags["lpips_linear_weights"].metrics == ("lpips", "lpips_map")
 
 
 @pytest.mark.extra("prism")  # without diffusers the reason is the missing extra (checked first)

@@ -135,12 +135,12 @@ def test_puzzlesim_paths_refuse_the_payload(tmp_path, marker, monkeypatch):
 
 def test_other_loaders_refuse_the_payload(tmp_path, marker):
     """LPIPS backbones (evaluation), the PRISM pickled projection and the LaMa TorchScript path."""
-    from scenemetrics.builtin_metrics import lpips_checkpoint
+    from scenemetrics.fullref import load_lpips
     from scenemetrics.inpainting.inpainters import LaMaInpainter
 
     bad = trojan(tmp_path / "alexnet.pth", {"features.0.weight": torch.zeros(1)}, marker, wrap=False)
     with pytest.raises(ValueError, match="alexnet"):
-        lpips_checkpoint("alex", bad, tmp_path / "work")
+        load_lpips("alex", bad)
     lama = trojan(tmp_path / "big-lama.pt", {"w": torch.zeros(1)}, marker)
     with pytest.raises(ValueError, match="big-lama"):
         LaMaInpainter(weights_path=lama).load()

@@ -11,7 +11,7 @@ name                    metric                                                  
 ======================  ============================================================  ============================  ====
 ``psnr``                torchmetrics ``PeakSignalNoiseRatio(data_range=1, dim=CHW)``  gt / paired                   high
 ``ssim``                torchmetrics' SSIM by ``fullref.SSIMMap`` (separable)         gt / paired                   high
-``lpips``               torchmetrics ``LearnedPerceptualImagePatchSimilarity``        gt / paired                   low
+``lpips``               LPIPS v0.1 by ``fullref.LPIPSMap`` (torchmetrics' value)       gt / paired                   low
 ``puzzlesim``           ``scenemetrics.PuzzleSim`` (training views as references)     train / references, map       high
 ``osim``                ``scenemetrics.OSIM``                                         gt / paired, objects          high
 ``prism``               ``scenemetrics.PRISMDistance``                                gt, cameras / prism_distance  low
@@ -50,9 +50,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-import tempfile
 import warnings
-import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
@@ -77,14 +75,13 @@ __all__ = [
     "build_ssim_3dgs",
     "build_ssim_nerfbaselines",
     "feed_objects",
-    "lpips_checkpoint",
     "osim_boxes_file",
     "osim_requirement",
     "prism_requirement",
 ]
 
 _LPIPS_BACKBONES = MappingProxyType({"alex": "alexnet", "vgg": "vgg16", "squeeze": "squeezenet1_1"})
-"""torchmetrics LPIPS ``net_type`` -> torchvision architecture (= hub key ``puzzlesim/<arch>``)."""
+"""LPIPS ``net`` -> torchvision architecture of its backbone (= hub key ``puzzlesim/<arch>``)."""
 
 
 def _package_requirement(module: str, attr: str, family: str, extras: Sequence[tuple[str, str]] = ()) -> Callable:
@@ -119,37 +116,14 @@ def build_psnr(config: MetricConfig) -> Any:
     return PeakSignalNoiseRatio(data_range=1.0, dim=(1, 2, 3), reduction="elementwise_mean")
 
 
-def _with_min_size(metric: Any, minimum: int, why: str) -> Any:
-    """``metric`` whose ``update`` first checks that images are at least ``minimum`` px on each side (a ValueError
-    naming the size, instead of torch's padding error deep inside the network)."""
-    update = metric.update
-
-    def checked(preds: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
-        h, w = preds.shape[-2:]
-        if h < minimum or w < minimum:
-            raise ValueError(
-                f"{type(metric).__name__} needs images of at least {minimum}x{minimum} pixels ({why}); received {h}x{w}"
-            )
-        return update(preds, target, *args, **kwargs)
-
-    metric.update = checked
-    return metric
-
-
-# the smallest side each torchmetrics network accepts (found by trying every size: 31 for AlexNet's 11 px stride-4
-# stem and its pooling, 16 for VGG16, 17 for SqueezeNet; SSIM's reflection padding of its 11 px window needs 6)
-_LPIPS_MIN_SIZE = {"alex": 31, "vgg": 16, "squeeze": 17}
-_SSIM_MIN_SIZE = 6
-
-
 def build_ssim(config: MetricConfig) -> Any:
     """torchmetrics' SSIM (Gaussian 11x11, sigma 1.5, reflect padding, data range 1), computed by
     :class:`scenemetrics.fullref.SSIMMap` with a separable filter: the same definition, about 4 times faster than
     torchmetrics' 11x11 grouped convolution, equal to it to float32 rounding."""
     from scenemetrics.fullref import SSIMMap
 
-    metric = SSIMMap(data_range=1.0, keep_maps=False)
-    return _with_min_size(metric, _SSIM_MIN_SIZE, "its 11 px Gaussian window is reflection-padded by 5 px")
+    # SSIMMap names the minimum size (6 px: reflection padding by the window's radius) in its own error
+    return SSIMMap(data_range=1.0, keep_maps=False)
 
 
 register_metric(
@@ -174,134 +148,63 @@ register_metric(
 )
 
 
-# ---- lpips (torchmetrics, backbone through the scenemetrics hub) -----------------------------------------------------
+# ---- lpips (scenemetrics.fullref's LPIPS network, backbone and linear layers through the scenemetrics hub) ----------
 
 
-def lpips_checkpoint(net: str, weights_path: str | os.PathLike | None, work_dir: str | os.PathLike) -> Path:
-    """The torchvision checkpoint for LPIPS's backbone, found through :mod:`scenemetrics.hub`, as torchvision loads it.
-
-    torchvision loads the whole classifier strictly, so a checkpoint holding only the ``features`` (``features.*``
-    or bare ``<i>.<param>`` keys, as PuzzleSim accepts) is completed with zero classifier tensors (stored as
-    broadcast views, a few bytes; LPIPS never uses the classifier) into a file in ``work_dir``.
-
-    Args:
-        net: torchmetrics' ``net_type`` (``alex``, ``vgg``, ``squeeze``).
-        weights_path: a file or folder (``--lpips-weights``); ``None``: the hub cache, torchvision's cache, then a
-            verified download (:func:`scenemetrics.hub.resolve_weights` with key ``puzzlesim/<arch>``).
-        work_dir: where a completed checkpoint is written.
-
-    Raises:
-        ValueError: unknown ``net``, or a file whose ``features`` keys or shapes do not match torchvision's.
-        scenemetrics.hub.WeightsNotFoundError: nothing found (offline or download failed).
-    """
-    import torch
-    import torchvision
-
-    from scenemetrics import hub
-
-    if net not in _LPIPS_BACKBONES:
-        raise ValueError(f"lpips `net` must be one of {', '.join(_LPIPS_BACKBONES)}; received {net!r}")
-    arch = _LPIPS_BACKBONES[net]
-    key = f"puzzlesim/{arch}"
-    path = hub.resolve_weights(key, weights_path)
-    try:
-        # mmap needs torch's zip format; older (legacy-format) torchvision files are read whole, as PuzzleSim does
-        state = torch.load(path, map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))
-    except Exception as err:
-        raise ValueError(f"could not read LPIPS backbone checkpoint {os.fspath(path)!r}: {err}") from err
-    with torch.device("meta"):
-        reference = getattr(torchvision.models, arch)(weights=None).state_dict()
-    if not isinstance(state, Mapping):
-        raise ValueError(f"LPIPS backbone checkpoint {os.fspath(path)!r} must hold a state_dict")
-    if not any(k.startswith("features.") for k in state):
-        state = {f"features.{k}": v for k, v in state.items()}
-    want = {k: v for k, v in reference.items() if k.startswith("features.")}
-    got = {k: v for k, v in state.items() if k.startswith("features.")}
-    bad = sorted(set(want) ^ set(got)) + sorted(k for k in want.keys() & got.keys() if want[k].shape != got[k].shape)
-    extra = sorted(k for k in state if not k.startswith(("features.", "classifier.")))
-    if bad or extra:
-        raise ValueError(
-            f"LPIPS backbone checkpoint {os.fspath(path)!r} does not match torchvision {arch}: mismatched keys "
-            f"{(bad + extra)[:5]} (expected a torchvision {arch} state_dict, whole or features only)"
-        )
-    classifier = {k: v for k, v in reference.items() if k.startswith("classifier.")}
-    if all(k in state and state[k].shape == v.shape for k, v in classifier.items()):
-        return Path(path)
-    completed = dict(got)
-    completed.update({k: torch.zeros((), dtype=v.dtype).expand(v.shape) for k, v in classifier.items()})
-    out = Path(tempfile.mkdtemp(prefix="lpips-", dir=work_dir)) / hub.CHECKPOINTS[key].filename
-    torch.save(completed, out)
-    return out
-
-
-def build_lpips(config: MetricConfig) -> Any:
-    """torchmetrics LPIPS on the backbone checkpoint the scenemetrics hub resolves (:func:`lpips_checkpoint`)."""
-    import torch.hub
-    from torchmetrics.image import LearnedPerceptualImagePatchSimilarity
-
-    from scenemetrics import hub
-
-    net = config.options.get("net", "alex")
-    arch = _LPIPS_BACKBONES[net]
-    weights = config.options.get("weights")
+def _lpips_kwargs(config: MetricConfig) -> dict[str, Any]:
+    """The :class:`scenemetrics.fullref.LPIPSMap` arguments of ``config``; with random weights, a random backbone
+    (seed 0, one file shared by ``lpips`` and ``lpips_map``) and the published linear layers."""
+    kwargs = dict(config.kwargs)
     if config.random_weights:
         from scenemetrics.puzzlesim import random_checkpoint
 
-        weights = random_checkpoint(arch, config.work_dir / f"lpips-{arch}-random.pth", include_classifier=False)
-    path = lpips_checkpoint(net, weights, config.work_dir)
-    # torchmetrics builds the backbone with torchvision's pretrained weights, which torchvision reads from
-    # torch.hub.get_dir()/checkpoints/<file> and downloads only when that file is absent. Point the hub at a private
-    # folder holding (a link to) the file the scenemetrics hub resolved: torchvision loads exactly it, never
-    # downloading. The LPIPS linear layers are bundled with torchmetrics.
-    hub_dir = Path(tempfile.mkdtemp(prefix="lpips-hub-", dir=config.work_dir))
-    (hub_dir / "checkpoints").mkdir()
-    link = hub_dir / "checkpoints" / hub.CHECKPOINTS[f"puzzlesim/{arch}"].filename
-    try:
-        link.symlink_to(Path(path).resolve())
-    except OSError:
-        import shutil
-
-        shutil.copyfile(path, link)
-    old_dir = torch.hub.get_dir()
-    torch.hub.set_dir(str(hub_dir))
-    try:
-        metric = LearnedPerceptualImagePatchSimilarity(net_type=net, normalize=True)
-    finally:
-        torch.hub.set_dir(old_dir)
-    return _with_min_size(_channels_last(metric), _LPIPS_MIN_SIZE[net], f"the smallest input of its {arch} backbone")
+        arch = _LPIPS_BACKBONES[kwargs.get("net", "alex")]
+        path = config.work_dir / f"lpips-{arch}-random.pth"
+        kwargs["weights_path"] = str(random_checkpoint(arch, path, include_classifier=False))
+    return kwargs
 
 
-def _channels_last(metric: Any) -> Any:
-    """``metric`` with its network's weights and its inputs in channels-last ("NHWC") layout: CPU max pooling is an
-    order of magnitude faster on it and the convolutions a little (LPIPS about 15 % faster per view), the same values
-    to float32 rounding. ``to(device)`` keeps the layout."""
-    import torch
+def build_lpips(config: MetricConfig) -> Any:
+    """LPIPS v0.1 of each view on inputs scaled to [-1, 1]: :class:`scenemetrics.fullref.LPIPSMap` without its maps.
 
-    metric.to(memory_format=torch.channels_last)
-    update = metric.update
+    This is the value of the ``lpips`` package (``lpips.LPIPS(net)(2 x - 1, 2 y - 1)``), of NerfBaselines' ``lpips``
+    and of torchmetrics' ``LearnedPerceptualImagePatchSimilarity(net_type=net, normalize=True)`` (which normalises
+    the features with ``sqrt(||f||^2 + 1e-8)`` instead of ``||f|| + 1e-10``: equal to float32 rounding). It is
+    built from the network's ``features`` only and needs no ``import`` of torchmetrics' LPIPS, whose construction
+    builds and initialises the whole torchvision classifier and reads the whole checkpoint.
+    """
+    from scenemetrics.fullref import LPIPSMap
 
-    def update_nhwc(preds: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
-        nhwc = torch.channels_last
-        return update(preds.contiguous(memory_format=nhwc), target.contiguous(memory_format=nhwc), *args, **kwargs)
+    return LPIPSMap(**_lpips_kwargs(config), keep_maps=False)
 
-    metric.update = update_nhwc
-    return metric
 
+_LPIPS_OPTIONS = (
+    Option("net", str, "alex", "LPIPS backbone", choices=tuple(_LPIPS_BACKBONES)),
+    Option("weights", Path, None, "torchvision checkpoint of the backbone (file or folder)", argument="weights_path"),
+    Option(
+        "linear_weights",
+        Path,
+        None,
+        "LPIPS v0.1 linear layers (<net>.pth, file or folder; default: torchmetrics' bundled copy, verified)",
+        argument="linear_weights_path",
+    ),
+)
+"""The options of ``lpips`` and ``lpips_map`` (one family: ``--lpips-net``, ``--lpips-weights`` and
+``--lpips-linear-weights`` set both, so that the score and the map use one network)."""
 
 register_metric(
     "lpips",
     build_lpips,
-    options=[
-        Option("net", str, "alex", "LPIPS backbone", argument="net_type", choices=tuple(_LPIPS_BACKBONES)),
-        Option(
-            "weights", Path, None, "torchvision checkpoint of the backbone (file or folder)", argument="weights_path"
-        ),
-    ],
+    options=_LPIPS_OPTIONS,
     inputs=("gt",),
     higher_is_better=False,
-    description="LPIPS (torchmetrics; backbone weights through the scenemetrics hub), averaged over views",
+    description="LPIPS v0.1 (inputs scaled to [-1, 1]; torchmetrics' and the lpips package's value), averaged over "
+    "views",
     update="paired",
+    # describes a user's torchmetrics LPIPS too (callbacks); built as fullref.LPIPSMap without maps: a score, no
+    # picture (lpips_map gives the map)
     metric_class="torchmetrics.image.lpip:LearnedPerceptualImagePatchSimilarity",
+    pictures=(),
 )
 
 
@@ -567,16 +470,9 @@ register_metric(
 def build_lpips_map(config: MetricConfig) -> Any:
     """:class:`scenemetrics.fullref.LPIPSMap` (spatial LPIPS); with random weights, a random backbone (seed 0, the
     same file the ``lpips`` metric uses) and the published linear layers (bundled with torchmetrics)."""
-    from scenemetrics.fullref import NETS, LPIPSMap
+    from scenemetrics.fullref import LPIPSMap
 
-    kwargs = dict(config.kwargs)
-    if config.random_weights:
-        from scenemetrics.puzzlesim import random_checkpoint
-
-        arch = NETS[kwargs.get("net", "alex")].arch
-        path = config.work_dir / f"lpips-{arch}-random.pth"
-        kwargs["weights_path"] = str(random_checkpoint(arch, path, include_classifier=False))
-    return LPIPSMap(**kwargs)
+    return LPIPSMap(**_lpips_kwargs(config))
 
 
 register_metric(
@@ -597,19 +493,7 @@ register_metric(
     build_lpips_map,
     # family "lpips": --lpips-net and --lpips-weights set both LPIPS metrics (one backbone file for score and map)
     family="lpips",
-    options=[
-        Option("net", str, "alex", "LPIPS backbone", choices=tuple(_LPIPS_BACKBONES)),
-        Option(
-            "weights", Path, None, "torchvision checkpoint of the backbone (file or folder)", argument="weights_path"
-        ),
-        Option(
-            "linear_weights",
-            Path,
-            None,
-            "LPIPS v0.1 linear layers (<net>.pth, file or folder; default: torchmetrics' bundled copy, verified)",
-            argument="linear_weights_path",
-        ),
-    ],
+    options=_LPIPS_OPTIONS,
     inputs=("gt",),
     higher_is_better=False,
     description="LPIPS (lpips package's definition) of each render vs its ground truth, with its spatial LPIPS map",

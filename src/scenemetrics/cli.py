@@ -108,13 +108,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     Args:
         argv: the arguments; ``None`` (the ``scenemetrics`` program) reads ``sys.argv``. The warnings a command raises
             are shown once each after it: as ``scenemetrics: warning:`` lines on stderr when ``argv`` is ``None``,
-            and raised again (once each, with a count) for a Python caller.
+            and raised again (once each, with a count) for a Python caller. Commands see ``args.program``: whether
+            the process is the program (they may then tune it, e.g. :func:`scenemetrics.cliutils.preload`).
     """
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help / --version exit 0, usage errors exit 2
         return int(exc.code or 0)
+    args.program = argv is None
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return 2

@@ -37,6 +37,7 @@ __all__ = [
     "add_quiet_arg",
     "add_weights_arg",
     "announce",
+    "preload",
     "progress",
     "random_weights_banner",
     "resolve_device",
@@ -143,6 +144,38 @@ def weights_message(
     if random_flag and random_flag not in text:
         text += f" Offline, {random_flag} runs with uncalibrated random networks (a smoke test only)."
     return text
+
+
+def preload(*modules: str) -> None:
+    """Import ``modules`` (those a command will need anyway) with Python's cyclic garbage collector paused, then move
+    every object that exists into its permanent generation (:func:`gc.freeze`).
+
+    Importing torch and torchmetrics creates about 750,000 objects; the collections that this triggers find almost
+    nothing to free but cost about 1.5 CPU seconds, a third of the import. The few objects of import-time reference
+    cycles (about 12,000) are kept instead of collected; frozen objects are skipped by later collections and are not
+    copied by forked processes that only read them. A module that cannot be imported is left for the command to
+    report. Only the command-line program calls this (``args.program``), never a Python caller of
+    :func:`scenemetrics.cli.main` or a library function: a frozen object is never collected.
+
+    Example:
+        >>> import gc
+        >>> preload("json")
+        >>> gc.isenabled()
+        True
+    """
+    import gc
+    import importlib
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for name in modules:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
+    finally:
+        if enabled:
+            gc.enable()
+    gc.freeze()
 
 
 def add_device_arg(parser: argparse.ArgumentParser) -> None:

@@ -6,6 +6,7 @@ import math
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -70,6 +71,52 @@ def test_two_processes_give_the_table_of_one(tree, tmp_path, one_process):
         pids.setdefault(unit, set()).add(pid)
     assert all(len(p) == 1 for p in pids.values()) and len({next(iter(p)) for p in pids.values()}) == 2
     assert sorted(pids) == sorted(order)
+
+
+def test_a_unit_left_over_is_shared_by_both_processes(tree, tmp_path, one_process):
+    """3 units on 2 processes: one round of whole units, then the third unit's views split between both processes
+    (one view each) and merged on rank 0; the table is the one-process table."""
+    out2, log2 = tmp_path / "ddp", tmp_path / "ddp.log"
+    extra = ("--scenes", "alpha", "--devices", "2", "--strategy", "ddp")
+    cmd = [PYTHON, "-m", "scenemetrics", *_args(tree, out2, log2, *extra)]
+    proc = subprocess.run(cmd, env=subprocess_env(tmp_path), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    expected = [row for row in read_csv(one_process / "results.csv") if row["scene"] == "alpha"]
+    _same_table(read_csv(out2 / "results.csv"), expected)
+    records = {f"{r['method']}/{r['scene']}": (r["rank"], r["processes"]) for r in read_jsonl(out2 / RESULTS_FILE)}
+    assert records == {"m_art/alpha": (0, 1), "m_clean/alpha": (1, 1), "m_noise/alpha": (0, 2)}
+    logged: dict[str, list[tuple[str, str]]] = {}
+    for line in log2.read_text().splitlines():
+        unit, view, pid = line.split()
+        logged.setdefault(unit, []).append((view, pid))
+    assert all(sorted(v for v, _ in lines) == sorted(VIEWS) for lines in logged.values())  # every view once
+    assert len({pid for _, pid in logged["m_noise/alpha"]}) == 2  # one view on each process
+    assert len({pid for _, pid in logged["m_art/alpha"]}) == len({pid for _, pid in logged["m_clean/alpha"]}) == 1
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked processes: Linux only")
+def test_cpu_processes_are_forked_from_python_with_warnings_and_errors(tree, tmp_path, one_process):
+    """Without --strategy, several CPU processes are forked (ddp_fork): it works from a Python program (the command
+    line is not re-run), the warnings raised in the processes reach the caller, and a failure is one clean line."""
+    out2, log2 = tmp_path / "fork", tmp_path / "fork.log"
+    args = [*_args(tree, out2, log2, "--scenes", "alpha", "--devices", "2"), "--metrics", METRICS + ",prism"]
+    code = f"import os, sys; print('parent', os.getpid()); from scenemetrics.cli import main; sys.exit(main({args!r}))"
+    proc = subprocess.run([PYTHON, "-c", code], env=subprocess_env(tmp_path), capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    parent = proc.stdout.split("parent ", 1)[1].split()[0]
+    expected = [row for row in read_csv(one_process / "results.csv") if row["scene"] == "alpha"]
+    _same_table(read_csv(out2 / "results.csv"), expected)
+    assert "metric 'prism' is unavailable" in proc.stderr  # warned in a forked process, shown by the caller
+    pids = {line.split()[2] for line in log2.read_text().splitlines()}
+    assert len(pids) == 2 and parent not in pids  # both ranks are forked processes
+    bad = [*_args(tmp_path / "missing", tmp_path / "out3", log2, "--devices", "2")]
+    code = f"import sys; from scenemetrics.cli import main; sys.exit(main({bad!r}))"
+    proc = subprocess.run([PYTHON, "-c", code], env=subprocess_env(tmp_path), capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1].startswith("scenemetrics: error: `root`")
+    assert "Traceback" not in proc.stderr and "ProcessRaisedException" not in proc.stderr
 
 
 def test_killed_run_resumes_without_recomputing(tree, tmp_path, one_process):

@@ -64,19 +64,23 @@ def test_the_docs_puzzlesim_layers_option(tree, tmp_path):
 
 
 def test_lpips_reads_legacy_format_checkpoints(tmp_path):
-    """torchvision's older checkpoints use torch's legacy (non-zip) format, which torch.load cannot mmap."""
-    from scenemetrics.builtin_metrics import lpips_checkpoint
+    """torchvision's older checkpoints use torch's legacy (non-zip) format, which torch.load cannot mmap: read whole."""
+    from scenemetrics.fullref import lpips
     from scenemetrics.puzzlesim import random_checkpoint
+    from scenemetrics.registry import MetricConfig, get_metric
 
     zipped = random_checkpoint("alexnet", tmp_path / "zip.pth", include_classifier=False)
     state = torch.load(zipped, weights_only=True)
-    legacy = tmp_path / "alexnet-owt-7be5be79.pth"
+    legacy = tmp_path / "legacy" / "alexnet-owt-7be5be79.pth"
+    legacy.parent.mkdir()
     torch.save(state, legacy, _use_new_zipfile_serialization=False)
     assert not __import__("zipfile").is_zipfile(legacy)
     (tmp_path / "work").mkdir()
-    path = lpips_checkpoint("alex", legacy, tmp_path / "work")
-    completed = torch.load(path, weights_only=True)
-    assert all(torch.equal(completed[k], v) for k, v in state.items())
+    metric = get_metric("lpips").build(MetricConfig("lpips", {"weights": legacy}, "cpu", work_dir=tmp_path / "work"))
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.rand(1, 3, 40, 40, generator=g), torch.rand(1, 3, 40, 40, generator=g)
+    metric.update(x, y)
+    assert float(metric.compute()) == float(lpips(x, y, weights_path=zipped)[0]) > 0  # the same weights as the zip
 
 
 def _one_pixel_tree(root: Path) -> Path:

@@ -237,20 +237,25 @@ def _config(tmp_path: Path, **options) -> MetricConfig:
 
 
 def _backbone_params(metric) -> dict[str, torch.Tensor]:
-    """LPIPS's backbone parameters keyed like torchvision's ``features.<i>.<param>``."""
+    """The LPIPS network's backbone parameters keyed like torchvision's ``features.<i>.<param>``.
+
+    The network cuts ``features`` into the slices of the ``lpips`` package (``NETS[net].slices``: ``(start, stop)``
+    per slice), so its module ``slices.<k>.<j>`` is torchvision's ``features.<start_k + j>``.
+    """
+    from scenemetrics.fullref import NETS, load_lpips
+
+    network = load_lpips(metric.net, metric.weights_path, metric.linear_weights_path)
+    starts = [a for a, _ in NETS[metric.net].slices]
     out = {}
-    for key, value in metric.net.net.state_dict().items():
-        parts = key.split(".")
-        rest = parts[2:] if parts[0] == "slices" else parts[1:]  # slices.<k>.<i>... or slice<k>.<i>...
-        out["features." + ".".join(rest)] = value
+    for key, value in network.slices.state_dict().items():
+        k, j, param = key.split(".", 2)
+        out[f"features.{starts[int(k)] + int(j)}.{param}"] = value
     return out
 
 
 def test_lpips_loads_exactly_the_given_whole_checkpoint(tmp_path, no_torch_download):
     path = random_checkpoint("squeezenet1_1", tmp_path / "sq.pth", seed=3)
-    old_hub = torch.hub.get_dir()
-    metric = builtin_metrics.build_lpips(_config(tmp_path, net="squeeze", weights=str(path)))
-    assert torch.hub.get_dir() == old_hub  # restored
+    metric = get_metric("lpips").build(_config(tmp_path, net="squeeze", weights=str(path)))
     state = torch.load(path, weights_only=True)
     got = _backbone_params(metric)
     assert set(got) == {k for k in state if k.startswith("features.")}
@@ -258,27 +263,88 @@ def test_lpips_loads_exactly_the_given_whole_checkpoint(tmp_path, no_torch_downl
     x = torch.rand(2, 3, 40, 48)
     metric.update(x, x)
     assert float(metric.compute()) == 0.0
+    assert metric.last_maps is None  # a score: no map is computed (lpips_map gives it)
 
 
-def test_lpips_completes_a_features_only_checkpoint(tmp_path, no_torch_download):
+def test_lpips_reads_a_features_only_checkpoint_with_bare_keys(tmp_path, no_torch_download):
     full = random_checkpoint("alexnet", tmp_path / "a_full.pth", seed=1, include_classifier=False)
     bare = {k.removeprefix("features."): v for k, v in torch.load(full, weights_only=True).items()}
     torch.save(bare, tmp_path / "bare.pth")
-    metric = builtin_metrics.build_lpips(_config(tmp_path, net="alex", weights=str(tmp_path / "bare.pth")))
+    metric = get_metric("lpips").build(_config(tmp_path, net="alex", weights=str(tmp_path / "bare.pth")))
     got = _backbone_params(metric)
+    assert set(got) == {f"features.{k}" for k in bare}
     assert all(torch.equal(got[f"features.{k}"], v) for k, v in bare.items())
-    completed = list((tmp_path / "work").rglob("alexnet-owt-7be5be79.pth"))
-    assert completed and completed[0].stat().st_size < 20 * 2**20  # classifier stored as broadcast zeros
+    assert not list((tmp_path / "work").iterdir())  # nothing written: the file is read as it is
+
+
+def _torchmetrics_lpips(net: str, checkpoint: Path):
+    """torchmetrics' LPIPS class on ``checkpoint``: torchvision reads its pretrained file from torch's hub cache (the
+    whole model, so the classifier is completed with zeros, stored as broadcast views)."""
+    import torchvision
+    from torchmetrics.image import LearnedPerceptualImagePatchSimilarity
+
+    arch = {"alex": "alexnet", "vgg": "vgg16", "squeeze": "squeezenet1_1"}[net]
+    with torch.device("meta"):
+        reference = getattr(torchvision.models, arch)(weights=None).state_dict()
+    state = dict(torch.load(checkpoint, weights_only=True))
+    state.update({k: torch.zeros(()).expand(v.shape) for k, v in reference.items() if k.startswith("classifier.")})
+    folder = Path(torch.hub.get_dir()) / "checkpoints"
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.save(state, folder / hub.CHECKPOINTS[f"puzzlesim/{arch}"].filename)
+    return LearnedPerceptualImagePatchSimilarity(net_type=net, normalize=True)
+
+
+@pytest.mark.parametrize("net", ["squeeze", pytest.param("alex", marks=pytest.mark.slow)])
+def test_lpips_equals_torchmetrics_lpips_on_the_same_weights(net, tmp_path, no_torch_download):
+    """The registered ``lpips`` (the lpips package's network, built from the features only) and torchmetrics'
+    ``LearnedPerceptualImagePatchSimilarity(normalize=True)`` on the same backbone: per view and over the views."""
+    arch = {"alex": "alexnet", "squeeze": "squeezenet1_1"}[net]
+    path = random_checkpoint(arch, tmp_path / f"{arch}.pth", seed=4, include_classifier=False)
+    ours = get_metric("lpips").build(_config(tmp_path, net=net, weights=str(path)))
+    theirs = _torchmetrics_lpips(net, path)
+    g = torch.Generator().manual_seed(0)
+    per_view = []
+    for h, w in ((40, 56), (64, 48), (33, 70)):  # odd sizes: layers that do not divide the image
+        target = torch.rand(1, 3, h, w, generator=g)
+        preds = (0.8 * target + 0.2 * torch.rand(1, 3, h, w, generator=g)).clamp(0, 1)
+        per_view.append((float(ours(preds, target)), float(theirs(preds, target))))
+    assert min(b for _, b in per_view) > 1e-3  # a real difference is measured
+    for a, b in per_view:
+        assert a == pytest.approx(b, rel=1e-5, abs=1e-8)
+    assert float(ours.compute()) == pytest.approx(float(theirs.compute()), rel=1e-5, abs=1e-8)
+
+
+@pytest.mark.parametrize("name", ["ssim", "lpips"])
+def test_built_metrics_survive_copies_and_pickling(name, tmp_path, no_torch_download):
+    """Copies (deepcopy, pickle: what the callbacks and DDP do) keep their own states and the size check: no
+    per-instance patch of ``update`` (which torchmetrics drops on a copy, or which would update the original)."""
+    import copy
+    import pickle
+
+    cfg = MetricConfig(name=name, options={}, device=torch.device("cpu"), random_weights=True, work_dir=tmp_path)
+    metric = get_metric(name).build(cfg)
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.rand(1, 3, 40, 44, generator=g), torch.rand(1, 3, 40, 44, generator=g)
+    metric.update(x, y)
+    expected = float(metric.compute())
+    for clone in (copy.deepcopy(metric), pickle.loads(pickle.dumps(metric))):
+        clone.reset()
+        clone.update(x, y)
+        assert float(clone.compute()) == expected
+        small = torch.rand(1, 3, 5, 5)
+        with pytest.raises(ValueError, match=r"at least \d+x\d+ pixels"):
+            clone.update(small, small)
+    assert float(metric.compute()) == expected  # the original was not fed by its copies
 
 
 def test_lpips_uses_the_hub_cache_and_fails_clearly_offline(tmp_path, monkeypatch, no_torch_download):
     monkeypatch.setenv("SCENEMETRICS_OFFLINE", "1")
     with pytest.raises(hub.WeightsNotFoundError, match=r"squeezenet1_1-b8a52dc0\.pth"):
-        builtin_metrics.build_lpips(_config(tmp_path, net="squeeze"))
+        get_metric("lpips").build(_config(tmp_path, net="squeeze"))
     cached = hub.cache_dir("puzzlesim") / "squeezenet1_1-b8a52dc0.pth"
     random_checkpoint("squeezenet1_1", cached, seed=5)
     publish_hash(monkeypatch, "puzzlesim/squeezenet1_1", cached)  # cached files are verified on every load
-    metric = builtin_metrics.build_lpips(_config(tmp_path, net="squeeze"))
+    metric = get_metric("lpips").build(_config(tmp_path, net="squeeze"))
     state = torch.load(cached, weights_only=True)
     assert torch.equal(_backbone_params(metric)["features.0.weight"], state["features.0.weight"])
 
@@ -286,11 +352,9 @@ def test_lpips_uses_the_hub_cache_and_fails_clearly_offline(tmp_path, monkeypatc
 def test_lpips_rejects_a_checkpoint_of_another_network(tmp_path, no_torch_download):
     path = random_checkpoint("squeezenet1_1", tmp_path / "sq.pth", include_classifier=False)
     with pytest.raises(ValueError, match="does not match torchvision alexnet"):
-        builtin_metrics.build_lpips(_config(tmp_path, net="alex", weights=str(path)))
+        get_metric("lpips").build(_config(tmp_path, net="alex", weights=str(path)))
     with pytest.raises(ValueError, match=r"`lpips.net` must be one of 'alex', 'vgg', 'squeeze'; received 'resnet'"):
         get_metric("lpips").build(_config(tmp_path, net="resnet"))
-    with pytest.raises(ValueError, match="lpips `net` must be one of"):
-        builtin_metrics.lpips_checkpoint("resnet", None, tmp_path)
 
 
 def test_random_weights_lpips_and_puzzlesim_need_no_file(tmp_path, no_torch_download):
@@ -299,9 +363,10 @@ def test_random_weights_lpips_and_puzzlesim_need_no_file(tmp_path, no_torch_down
     )
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no download, no warning
-        lpips = builtin_metrics.build_lpips(cfg)
+        lpips = get_metric("lpips").build(cfg)
         ps = builtin_metrics.build_puzzlesim(MetricConfig("puzzlesim", {}, torch.device("cpu"), True, tmp_path))
     assert isinstance(lpips, torchmetrics.Metric) and ps.weights_path.endswith("-random.pth")
+    assert lpips.net == "squeeze" and str(lpips.weights_path).endswith("lpips-squeezenet1_1-random.pth")
 
 
 # ---- the shared adapter registry -----------------------------------------------------------------------------------

@@ -282,6 +282,60 @@ def test_without_lightning(tree, tmp_path, monkeypatch, capsys):
     assert 'pip install "scenemetrics[lightning]"' in capsys.readouterr().err
 
 
+def test_only_the_program_preloads_with_the_collector_paused(tree, tmp_path, monkeypatch):
+    """`scenemetrics eval` as the program imports torch and torchmetrics first with the garbage collector paused (and
+    freezes what exists); a Python caller of main() keeps its collector as it is."""
+    import gc
+
+    from scenemetrics import cliutils
+
+    calls = []
+    monkeypatch.setattr(cliutils, "preload", lambda *modules: calls.append(modules))
+    assert _eval(tree, tmp_path / "out", "--methods", "m_clean", metrics="psnr") == 0
+    assert calls == []
+    argv = ["scenemetrics", "eval", "--root", str(tree), "--out", str(tmp_path / "out2"), "--metrics", "psnr"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--methods", "m_clean", "--quiet", "--device", "cpu"])
+    assert main() == 0
+    assert calls == [("torch", "torchmetrics", "scenemetrics.evaluation.runner")]
+    monkeypatch.undo()
+    gc.unfreeze()
+    try:
+        cliutils.preload("json", "no_such_module_for_scenemetrics")  # a missing module is left to the command
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+
+
+def test_several_cpu_processes_are_forked_unless_told_otherwise(monkeypatch):
+    """`auto` becomes ddp_fork only for several CPU processes of one Linux machine that no launcher started."""
+    from scenemetrics.evaluation.processes import fabric_strategy
+
+    def strategy(accelerator="cpu", devices=2, **kwargs):
+        config = EvalConfig(root="r", out="o", devices=devices, **kwargs)
+        return fabric_strategy(config, accelerator, devices)
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    for name in ("WORLD_SIZE", "SLURM_NTASKS"):
+        monkeypatch.delenv(name, raising=False)
+    assert strategy() == "ddp_fork"
+    assert strategy(strategy="ddp") == "ddp" and strategy(strategy="ddp_spawn") == "ddp_spawn"  # as asked
+    assert (
+        strategy(accelerator="cuda") == "auto" and strategy(devices=1) == "auto" and strategy(devices="auto") == "auto"
+    )
+    assert strategy(num_nodes=2) == "auto"
+    monkeypatch.setattr("torch.cuda.is_available", lambda: True)
+    assert strategy(accelerator="auto") == "auto"  # Fabric would pick the GPU
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    assert strategy(accelerator="auto") == "ddp_fork"
+    monkeypatch.setenv("WORLD_SIZE", "4")  # torchrun started the processes
+    assert strategy() == "auto"
+    monkeypatch.delenv("WORLD_SIZE")
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert strategy() == "auto"
+
+
+
+
 @pytest.mark.extra("lightning")
 def test_multi_process_from_inside_python_is_refused(tree, tmp_path, capsys):
     assert _eval(tree, tmp_path / "out", "--devices", "2", "--strategy", "ddp", metrics="psnr") == 1

@@ -248,6 +248,21 @@ def test_whole_torchvision_checkpoint_is_accepted(backbones, tmp_path):
     )
 
 
+def test_the_network_owns_its_weights_after_a_mapped_read(tmp_path):
+    """The backbone file is mapped, not read (only the features are touched): the network copies them out, so a file
+    rewritten in place afterwards (same size, other values) leaves the loaded network as it was."""
+    path = sm.puzzlesim.random_checkpoint("alexnet", tmp_path / "a.pth", seed=21, include_classifier=False)
+    other = sm.puzzlesim.random_checkpoint("alexnet", tmp_path / "b.pth", seed=22, include_classifier=False)
+    network = load_lpips("alex", weights_path=path)
+    before = [p.clone() for p in network.parameters()]
+    data = other.read_bytes()
+    assert len(data) == path.stat().st_size  # same tensors, same layout: only the values differ
+    with open(path, "r+b") as f:  # in place: the same inode and pages
+        f.write(data)
+    assert all(torch.equal(a, b) for a, b in zip(before, network.parameters(), strict=True))
+    assert not torch.equal(torch.load(path, weights_only=True)["features.0.weight"], before[0])  # the file did change
+
+
 def test_mismatched_checkpoints_are_refused(backbones, tmp_path):
     with pytest.raises(ValueError, match="does not match torchvision alexnet"):
         load_lpips("alex", weights_path=backbones["squeeze"])

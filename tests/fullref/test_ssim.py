@@ -135,6 +135,46 @@ def test_ssim_nerfbaselines_equals_the_brute_force_valid_definition(small_pair):
         assert float(got[b]) == pytest.approx(expected.mean(), abs=1e-12)
 
 
+@pytest.mark.parametrize("fn", [ssim_map, ssim, ssim_3dgs, ssim_nerfbaselines])
+def test_cpu_strips_change_no_value(fn, monkeypatch):
+    """On the CPU the SSIMs are computed in strips of rows (for the cache): every value equals the whole-image
+    computation to the bit, with strips of 8 rows that do not divide the image (and a batch of 3)."""
+    from scenemetrics.fullref import functional
+
+    preds, target = pair(3, 45, 37, seed=7)
+    monkeypatch.setattr(functional, "_STRIP_BYTES", 1)  # the smallest strips: 8 rows
+    strips = fn(preds, target)
+    monkeypatch.setattr(functional, "_STRIP_BYTES", 2**40)  # one strip: the whole image
+    whole = fn(preds, target)
+    assert strips.dtype == whole.dtype and torch.equal(strips, whole)
+
+
+def test_strips_meet_the_brute_force_definitions(monkeypatch):
+    from scenemetrics.fullref import functional
+
+    monkeypatch.setattr(functional, "_STRIP_BYTES", 1)  # 8-row strips: 3 strips over 21 rows (11 valid rows: 2)
+    preds, target = pair(1, 21, 14, seed=8)
+    p, t = preds[0].double().numpy(), target[0].double().numpy()
+    np.testing.assert_allclose(ssim_map(preds, target)[0].numpy(), brute_ssim(p, t, "reflect").mean(axis=0), atol=2e-6)
+    assert float(ssim_3dgs(preds, target)[0]) == pytest.approx(brute_ssim(p, t, "zeros").mean(), abs=1e-6)
+    assert float(ssim_nerfbaselines(preds, target)[0]) == pytest.approx(brute_ssim(p, t, "valid").mean(), abs=1e-12)
+
+
+def test_a_gradient_is_computed_on_the_whole_image(monkeypatch):
+    """Strips would add up the gradients of their overlapping rows in another order: with a gradient to compute,
+    the whole image is filtered at once, so gradients do not depend on the strip size."""
+    from scenemetrics.fullref import functional
+
+    preds, target = pair(1, 40, 30, seed=9)
+    grads = []
+    for size in (1, 2**40):
+        monkeypatch.setattr(functional, "_STRIP_BYTES", size)
+        x = preds.clone().requires_grad_(True)
+        ssim_map(x, target).sum().backward()
+        grads.append(x.grad)
+    assert float(grads[0].abs().max()) > 0 and torch.equal(grads[0], grads[1])
+
+
 def test_the_three_definitions_differ_at_small_sizes(small_pair):
     # the point of the variants: at 13 x 14 the border rule moves SSIM by far more than rounding
     preds, target = small_pair

@@ -271,7 +271,11 @@ def _print_leaderboard(results_json: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    program = getattr(args, "program", False)
+    if program:  # every evaluation needs torch and torchmetrics (the metrics are torchmetrics classes)
+        _cli.preload("torch", "torchmetrics", "scenemetrics.evaluation.runner")
     from scenemetrics.evaluation.config import EvalConfig
+    from scenemetrics.evaluation.processes import wants_processes
     from scenemetrics.evaluation.runner import run_evaluation
 
     if args.thumbnails < 0:
@@ -332,6 +336,8 @@ def run(args: argparse.Namespace) -> int:
         strategy=args.strategy,
         quiet=args.quiet,
     )
+    if program and wants_processes(config):
+        _cli.preload("lightning.fabric")
     summary = run_evaluation(config)
     if summary is None or config.dry_run:  # a non-zero rank, or nothing evaluated
         return 0

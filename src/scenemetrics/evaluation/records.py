@@ -141,6 +141,9 @@ def unit_folder(method: str, scene: str) -> str:
 def commit_unit(out: Path, payload: Mapping[str, Any], plan: Plan, rank: int) -> dict:
     """Write a unit's states, thumbnails and panels, then append its record (the commit); returns the record.
 
+    ``rank`` is the process that evaluated the unit (0 for a unit whose views several processes shared; the record's
+    ``processes`` says how many).
+
     The files go to ``states/<method>/<scene>/``, ``report/thumbs/<method>/<scene>/`` and
     ``report/panels/<method>/<scene>/`` with the names made safe
     (:func:`unit_folder`); the record holds the real method and scene names and these relative paths.
@@ -181,6 +184,7 @@ def commit_unit(out: Path, payload: Mapping[str, Any], plan: Plan, rank: int) ->
         "inputs": plan.inputs[key],
         "num_views": payload["num_views"],
         "rank": rank,
+        "processes": payload.get("processes", 1),
         "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "seconds": payload["seconds"],
         "metrics": cells,

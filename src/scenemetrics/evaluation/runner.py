@@ -10,11 +10,15 @@ Flow (every rank runs :func:`run_evaluation`):
    ``all_gather_object`` on Fabric's process group), which commits them: the metric states to
    ``states/<method>/<scene>/<run>.pt`` (write, fsync, rename), map thumbnails to ``report/thumbs/``, then one JSON
    line appended to ``results.jsonl`` with flush + fsync. That line is the commit: a run killed at any point loses
-   only the units not yet committed, and a rerun skips the committed ones.
-3. A unit is evaluated on one rank with fresh metric states (``reset()``), never synchronised with other ranks
-   (``sync_on_compute=False`` and a ``distributed_available_fn`` that says no): the scene score is that rank's
-   ``compute()``. A failure of one metric in one unit is recorded (``error`` with the message and
-   traceback) and everything else continues; a rerun retries it.
+   only the units not yet committed, and a rerun skips the committed ones. The units that do not fill a last
+   round (all of them when there are fewer units than ranks, e.g. the one folder of ``--predictions``) are shared
+   instead, one after another: every rank evaluates a contiguous block of the unit's views and rank 0 merges the
+   parts (:mod:`~scenemetrics.evaluation.shards`) before committing the unit.
+3. A unit (or a rank's block of it) is evaluated with fresh metric states (``reset()``), never synchronised with
+   other ranks through the process group (``sync_on_compute=False`` and a ``distributed_available_fn`` that says
+   no): the scene score is that rank's ``compute()``, or for a shared unit the ``compute()`` of the parts' states
+   combined on rank 0. A failure of one metric in one unit is recorded (``error`` with the message and traceback)
+   and everything else continues; a rerun retries it.
 4. Rank 0 then writes the tables and the report (:mod:`scenemetrics.evaluation.report`). Per-method **pooled**
    values combine the states of all the method's units through torchmetrics' own ``Metric.sync`` with a gather
    function that returns the units' states (:func:`pooled_values`): each unit plays a rank.
@@ -35,12 +39,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import shutil
 import sys
 import tempfile
+import traceback
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +55,7 @@ from scenemetrics.evaluation.layout import Unit, check_output_folder
 from scenemetrics.evaluation.planning import Plan, make_plan
 from scenemetrics.evaluation.processes import FabricProcesses, LocalProcess, make_fabric, wants_processes
 from scenemetrics.evaluation.records import commit_unit
+from scenemetrics.evaluation.shards import merge_parts, split_units
 from scenemetrics.evaluation.unit import UnitMetrics, error_text, evaluate_unit_safely, print_line
 from scenemetrics.registry import (
     MetricAdapter,
@@ -71,7 +78,8 @@ def run_evaluation(config: EvalConfig) -> EvalSummary | None:
     Runs on one plain process (Lightning not even imported) when a single device is asked for and no launcher
     (torchrun, SLURM) started several processes; otherwise through a Lightning Fabric launched with
     ``config.devices``/``num_nodes``/``strategy`` (``ddp`` re-runs the command line in the other processes, as
-    Lightning does).
+    Lightning does; several CPU processes of one Linux machine are forked, ``ddp_fork``, unless a strategy is given:
+    :func:`~scenemetrics.evaluation.processes.fabric_strategy`).
 
     Returns:
         The :class:`EvalSummary` on rank 0 (``None`` on the other ranks).
@@ -85,11 +93,69 @@ def run_evaluation(config: EvalConfig) -> EvalSummary | None:
         from scenemetrics.devices import resolve_device
 
         return _worker(LocalProcess(resolve_device(config.device)), config)
-    return fabric.launch(_fabric_worker, config)
+    outcome = fabric.launch(_fabric_worker, config)
+    return outcome.unwrap() if isinstance(outcome, _Outcome) else None
 
 
-def _fabric_worker(fabric: Any, config: EvalConfig) -> EvalSummary | None:
-    return _worker(FabricProcesses(fabric), config)
+@dataclasses.dataclass
+class _Outcome:
+    """What rank 0's worker hands back to the process that launched Fabric (the same process, or through a queue
+    from a forked or spawned one): the summary or the failure, and the warnings raised meanwhile."""
+
+    summary: EvalSummary | None = None
+    failure: BaseException | None = None
+    traceback: str = ""
+    warnings: list[tuple[str, type[Warning], str, int]] = dataclasses.field(default_factory=list)
+
+    def unwrap(self) -> EvalSummary | None:
+        """Raise the warnings again here (the CLI shows them), then the failure, or return the summary."""
+        for message, category, filename, lineno in self.warnings:
+            warnings.warn_explicit(message, category, filename, lineno)
+        if self.failure is not None:
+            raise self.failure from _WorkerTracebackError(self.traceback)
+        return self.summary
+
+
+class _WorkerTracebackError(Exception):
+    """The traceback of a failure in a Fabric worker process, as text (shown with ``SCENEMETRICS_DEBUG=1``)."""
+
+    def __str__(self) -> str:
+        return self.args[0] if self.args else ""
+
+
+class _StoppedByRankZeroError(RuntimeError):
+    """Raised on the other ranks when rank 0 failed: rank 0 reports the failure, the others stop quietly."""
+
+
+def _fabric_worker(fabric: Any, config: EvalConfig) -> _Outcome | None:
+    """:func:`_worker` on one of Fabric's processes. Rank 0 returns an :class:`_Outcome` (a failure and the warnings
+    are values: a forked or spawned rank 0 reaches the launching process only through its return value); the other
+    ranks return ``None``, stop quietly when rank 0 failed and raise their own failures."""
+    if fabric.global_rank != 0:
+        with contextlib.suppress(_StoppedByRankZeroError):
+            _worker(FabricProcesses(fabric), config)
+        return None
+    outcome = _Outcome()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            outcome.summary = _worker(FabricProcesses(fabric), config)
+        except Exception as err:
+            outcome.failure = _picklable(err)
+            outcome.traceback = traceback.format_exc()
+    outcome.warnings = [(str(w.message), w.category, w.filename, w.lineno) for w in caught]
+    return outcome
+
+
+def _picklable(err: BaseException) -> BaseException:
+    """``err``, or a ``RuntimeError`` with its text when it cannot travel between processes."""
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(err))
+        return err
+    except Exception:
+        return RuntimeError(error_text(err))
 
 
 @contextlib.contextmanager
@@ -184,7 +250,7 @@ def _share(dist: Any, value: Any, failure: BaseException | None) -> Any:
     if failure is not None:
         raise failure
     if message is not None:
-        raise RuntimeError(f"rank 0 stopped the evaluation: {message}")
+        raise _StoppedByRankZeroError(f"rank 0 stopped the evaluation: {message}")
     return value
 
 
@@ -254,27 +320,40 @@ def _evaluate_in_rounds(
     stack: contextlib.ExitStack,
     talk: bool,
 ) -> _Outcomes:
-    """Unit ``i`` of ``pending`` goes to rank ``i % world_size``; after each round rank 0 commits what was gathered."""
+    """Unit ``i`` of the full rounds goes to rank ``i % world_size``; each unit after them is shared by every rank
+    (a block of its views each). After each round rank 0 commits what was gathered."""
     from tqdm.auto import tqdm
 
     show = talk and _is_terminal()  # bars only on a terminal; a log gets one plain line per unit instead
     overall = stack.enter_context(tqdm(total=len(pending), desc="units", disable=not show, file=sys.stderr))
     by_name = {e.name: e for e in entries}
     outcomes = _Outcomes()
-    for k in range(math.ceil(len(pending) / dist.world_size)):
-        i = k * dist.world_size + dist.rank
-        payload = None
-        if i < len(pending):
-            adapters = [by_name[name] for name in plan.todo[pending[i].key]]
-            payload = evaluate_unit_safely(pending[i], adapters, metrics, config, show)
-        gathered = dist.all_gather(payload)
+    whole = split_units(len(pending), dist.world_size)
+
+    def commit(payloads: Callable[[], Sequence[dict[str, Any] | None]]) -> None:
+        # rank 0 commits payloads() (called there only); every rank then learns whether that failed (and raises)
         failure = None
         if dist.rank == 0:
             try:
-                _commit_round(Path(config.out), gathered, plan, summary, outcomes, len(pending), overall, talk, show)
+                _commit_round(Path(config.out), payloads(), plan, summary, outcomes, len(pending), overall, talk, show)
             except Exception as err:
                 failure = err
         _share(dist, None, failure)
+
+    for k in range(math.ceil(whole / dist.world_size)):
+        i = k * dist.world_size + dist.rank
+        payload = None
+        if i < whole:
+            adapters = [by_name[name] for name in plan.todo[pending[i].key]]
+            payload = evaluate_unit_safely(pending[i], adapters, metrics, config, show)
+        gathered = dist.all_gather(payload)
+        commit(lambda gathered=gathered: gathered)
+    for unit in pending[whole:]:
+        shared = {name: by_name[name] for name in plan.todo[unit.key]}
+        part = evaluate_unit_safely(unit, list(shared.values()), metrics, config, show, (dist.rank, dist.world_size))
+        parts = dist.all_gather(part)
+        merge = functools.partial(merge_parts, parts, shared, metrics, unit.warnings, config.max_panels)
+        commit(lambda merge=merge: [merge()])
     overall.close()
     return outcomes
 

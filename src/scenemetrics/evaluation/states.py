@@ -9,10 +9,11 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-__all__ = ["cpu_states", "pooled_values", "scalars"]
+__all__ = ["combined", "cpu_states", "pooled_values", "scalars"]
 
 
 def scalars(value: Any, tag: str) -> dict[str, float]:
@@ -48,16 +49,19 @@ def cpu_states(metric: Any) -> dict[str, Any]:
     return out
 
 
-def pooled_values(metric: Any, unit_states: Sequence[Mapping[str, Any]], tag: str) -> dict[str, float]:
-    """``compute()`` over the states of several units combined by torchmetrics' own sync, each unit playing a rank.
+@contextlib.contextmanager
+def combined(metric: Any, unit_states: Sequence[Mapping[str, Any]], tag: str) -> Iterator[dict[str, Any]]:
+    """``metric`` holding the states of several units (or of several processes' parts of one unit) combined by
+    torchmetrics' own sync, each playing a rank; yields the combined states (CPU copies, list states as lists).
 
     ``metric.sync(dist_sync_fn=...)`` runs torchmetrics' DDP synchronisation with a gather function that returns the
-    units' states instead of the processes': each state is then reduced with its ``dist_reduce_fx`` (sum, mean, max,
-    min, cat, or ``None``: the list of values), exactly as after a multi-process ``compute()``. The metric is reset
-    before and after.
+    given states instead of the processes': each state is then reduced with its ``dist_reduce_fx`` (sum, mean, max,
+    min, cat, or ``None``: the list of values), exactly as after a multi-process ``compute()``; list states are
+    concatenated in the given order. Inside, ``type(metric).compute(metric)`` is the value of the whole (the
+    instance's wrapped ``compute`` would try to sync again). The metric is reset before and after.
 
     Raises:
-        ValueError: no unit, or a unit's states lack one of the metric's states.
+        ValueError: no states, or states that lack one of the metric's states.
     """
     import torch
 
@@ -65,6 +69,7 @@ def pooled_values(metric: Any, unit_states: Sequence[Mapping[str, Any]], tag: st
         raise ValueError(f"{tag}: no unit states to pool")
     metric.reset()
     gathered: dict[int, list] = {}
+    lists = set()
     synced = False
     try:
         for attr, default in metric.metric_state.items():
@@ -79,6 +84,7 @@ def pooled_values(metric: Any, unit_states: Sequence[Mapping[str, Any]], tag: st
                 placeholder = torch.empty(0, device=metric.device)
                 setattr(metric, attr, [placeholder])
                 gathered[id(placeholder)] = [t.to(metric.device) for t in parts]
+                lists.add(attr)
             else:
                 placeholder = values[0].to(metric.device).clone()
                 setattr(metric, attr, placeholder)
@@ -89,9 +95,22 @@ def pooled_values(metric: Any, unit_states: Sequence[Mapping[str, Any]], tag: st
 
         metric.sync(dist_sync_fn=gather, should_sync=True, distributed_available=lambda: True)
         synced = True
-        # the class's own compute on the synced states (the instance's wrapped compute would try to sync again)
-        return scalars(type(metric).compute(metric), tag)
+        states = cpu_states(metric)
+        for attr in lists:  # a reduced list state is one tensor (cat) or a list (None): stored as a list
+            states[attr] = [states[attr]] if isinstance(states[attr], torch.Tensor) else states[attr]
+        yield states
     finally:
         if synced:
             metric.unsync()  # back to the placeholders (list states must be lists again for reset())
         metric.reset()
+
+
+def pooled_values(metric: Any, unit_states: Sequence[Mapping[str, Any]], tag: str) -> dict[str, float]:
+    """``compute()`` over the states of several units combined by torchmetrics' own sync, each unit playing a rank
+    (:func:`combined`).
+
+    Raises:
+        ValueError: no unit, or a unit's states lack one of the metric's states.
+    """
+    with combined(metric, unit_states, tag):
+        return scalars(type(metric).compute(metric), tag)

@@ -12,6 +12,10 @@
 
 The result is a payload (plain data and CPU tensors) that rank 0 commits (:func:`~scenemetrics.evaluation.records.
 commit_unit`). A failure of one metric is recorded as its ``error`` cell; the other metrics go on.
+
+When several processes share one unit, each evaluates one contiguous block of its views (``part=(index, count)``:
+:func:`view_block`) and returns a *part*: the states instead of the values (:func:`keep_states`), the inputs' facts
+raw; :func:`~scenemetrics.evaluation.shards.merge_parts` turns the parts into the unit's payload.
 """
 
 from __future__ import annotations
@@ -43,10 +47,14 @@ __all__ = [
     "evaluate_unit",
     "evaluate_unit_safely",
     "give_references",
+    "higher_is_better",
+    "input_warnings",
+    "keep_states",
     "load_cameras",
     "load_view",
     "start_metrics",
     "update_metrics",
+    "view_block",
 ]
 
 
@@ -473,7 +481,7 @@ def _keep_pictures(
 
     name = entry.name
     maps = getattr(metric, "last_maps", None) if entry.has_picture("map", metric) else None
-    hib = _higher_is_better(entry, metric)
+    hib = higher_is_better(entry, metric)
     if isinstance(maps, torch.Tensor) and maps.ndim == 3 and index < config.max_thumbnails:
         picture = _thumbnail(item.render[0], maps[0].detach(), config.thumbnail_height, name, item.name, hib)
         run.thumbs.setdefault(name, []).append((item.name, picture))
@@ -484,7 +492,9 @@ def _keep_pictures(
         run.objects.setdefault(name, []).extend(_objects(entry.object_class_names(), result, item.name))
 
 
-def _higher_is_better(entry: MetricAdapter, metric: Any) -> bool | None:
+def higher_is_better(entry: MetricAdapter, metric: Any) -> bool | None:
+    """Whether higher values of ``entry``'s metric are better: the adapter's declaration, else the metric's own class
+    constant, else ``None`` (unknown)."""
     if entry.higher_is_better is not None:
         return entry.higher_is_better
     value = getattr(metric, "higher_is_better", None)
@@ -518,7 +528,7 @@ def draw_panels(run: UnitRun, adapters: Mapping[str, MetricAdapter]) -> None:
         if run.cells.get(name, {}).get("status") != "ok":
             continue
         metric = run.active.get(name)
-        hib = _higher_is_better(adapters[name], metric)
+        hib = higher_is_better(adapters[name], metric)
         for value, view, render, target, values in kept:
             rng = viz.quality_range(values, hib)
             picture = viz.comparison_panel(
@@ -536,6 +546,20 @@ def draw_panels(run: UnitRun, adapters: Mapping[str, MetricAdapter]) -> None:
                 ],
             )
             run.panels.setdefault(name, []).append((view, picture.image, value))
+
+
+def keep_states(run: UnitRun) -> None:
+    """The CPU states of each metric still active, without ``compute()`` (a part of a unit: the value is computed
+    once the parts are combined)."""
+    for name in list(run.active):
+        try:
+            cell: dict[str, Any] = {"status": "ok"}
+            if name in run.per_view:
+                cell["per_view"] = run.per_view[name]
+            run.cells[name] = cell
+            run.states[name] = cpu_states(run.active[name])
+        except Exception as err:
+            run.fail(name, err)
 
 
 def compute_metrics(run: UnitRun) -> None:
@@ -559,25 +583,33 @@ def compute_metrics(run: UnitRun) -> None:
                 run.fail(name, err)
 
 
-def _payload(run: UnitRun, seconds: float) -> dict[str, Any]:
-    unit = run.unit
-    if "alpha" in run.notes:
-        run.capture.messages.append(
-            "images have an alpha channel that was dropped (pass --background white|black to composite them)"
-        )
-    if run.leaks:
-        pairs = ", ".join(f"{ref.name} = test view {view}" for ref, view in run.leaks[:3])
-        more = f" and {len(run.leaks) - 3} more" if len(run.leaks) > 3 else ""
-        run.capture.messages.append(
-            f"{len(run.leaks)} training view(s) are pixel-identical to test ground truth ({pairs}{more}): the "
+def input_warnings(alpha: bool, leaks: Sequence[tuple[str, str]]) -> list[str]:
+    """The warnings about a unit's inputs: an alpha channel that was dropped, training views identical to test
+    ground truth (``(training view file name, test view)`` pairs)."""
+    out = []
+    if alpha:
+        out.append("images have an alpha channel that was dropped (pass --background white|black to composite them)")
+    if leaks:
+        pairs = ", ".join(f"{ref} = test view {view}" for ref, view in leaks[:3])
+        more = f" and {len(leaks) - 3} more" if len(leaks) > 3 else ""
+        out.append(
+            f"{len(leaks)} training view(s) are pixel-identical to test ground truth ({pairs}{more}): the "
             "references include held-out test views; pass --train-views with the training images only"
         )
-    run.capture.messages.extend(m for m in unit.warnings if m not in run.capture.messages)
+    return out
+
+
+def _payload(run: UnitRun, seconds: float, part: tuple[int, int] | None = None) -> dict[str, Any]:
+    unit = run.unit
+    leaks = [(ref.name, view) for ref, view in run.leaks]
+    if part is None:
+        run.capture.messages.extend(input_warnings("alpha" in run.notes, leaks))
+        run.capture.messages.extend(m for m in unit.warnings if m not in run.capture.messages)
     for name, cell in run.cells.items():
         if name in run.timings:
             cell["seconds"] = round(run.timings[name], 4)
     ok = {name for name, cell in run.cells.items() if cell.get("status") == "ok"}
-    return {
+    payload = {
         "method": unit.method,
         "scene": unit.scene,
         "layout": unit.layout,
@@ -591,6 +623,9 @@ def _payload(run: UnitRun, seconds: float) -> dict[str, Any]:
         "seconds": round(seconds, 4),
         "sources": _sources(unit, run.look),
     }
+    if part is not None:  # the inputs' facts raw: merge_parts words them once for the whole unit
+        payload["part"] = {"index": part[0], "count": part[1], "alpha": "alpha" in run.notes, "leaks": leaks}
+    return payload
 
 
 def _sources(unit: Unit, look: Compositing) -> dict[str, Any]:
@@ -604,24 +639,40 @@ def _sources(unit: Unit, look: Compositing) -> dict[str, Any]:
     return out
 
 
+def view_block(num_views: int, index: int, count: int) -> range:
+    """The views of part ``index`` of ``count``: contiguous blocks, in order, whose sizes differ by at most one.
+
+    Example:
+        >>> [list(view_block(5, i, 2)) for i in range(2)]
+        [[0, 1], [2, 3, 4]]
+    """
+    return range(index * num_views // count, (index + 1) * num_views // count)
+
+
 def evaluate_unit(
-    unit: Unit, adapters: Sequence[MetricAdapter], metrics: UnitMetrics, config: EvalConfig, show_progress: bool
+    unit: Unit,
+    adapters: Sequence[MetricAdapter],
+    metrics: UnitMetrics,
+    config: EvalConfig,
+    show_progress: bool,
+    part: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """Evaluate the ``adapters``' metrics on ``unit`` with this process's ``metrics``; returns the payload to
-    commit."""
+    commit, or with ``part=(index, count)`` the part of the views :func:`view_block` gives (states, not values)."""
     import torch
     from tqdm.auto import tqdm
 
     t_start = time.perf_counter()
     run = UnitRun(unit, {a.name: a for a in adapters}, look=Compositing.of(unit, config.background))
+    block = range(len(unit.views)) if part is None else view_block(len(unit.views), *part)
     start_metrics(run, metrics)
     cameras = load_cameras(run)
     sources: dict[Path, Any] = {}
     with torch.no_grad():
         give_references(run, config, metrics.device)
-        views: Sequence[View] = unit.views
+        views: Sequence[View] = unit.views[block.start : block.stop]
         bar = tqdm(views, desc=unit.key, total=len(views), disable=not show_progress, leave=False, file=sys.stderr)
-        for index, view in enumerate(bar):
+        for index, view in enumerate(bar, start=block.start):  # the index in the unit: the first views get thumbnails
             if not run.active:
                 break
             try:
@@ -630,20 +681,28 @@ def evaluate_unit(
                 run.fail_all(ValueError(f"view {view.name!r}: {error_text(err)}"))
                 break
             update_metrics(run, index, item, masked, metrics, config)
-        compute_metrics(run)
+        if part is None:
+            compute_metrics(run)
+        else:
+            keep_states(run)
     draw_panels(run, run.adapters)
-    return _payload(run, time.perf_counter() - t_start)
+    return _payload(run, time.perf_counter() - t_start, part)
 
 
 def evaluate_unit_safely(
-    unit: Unit, adapters: Sequence[MetricAdapter], metrics: UnitMetrics, config: EvalConfig, show_progress: bool
+    unit: Unit,
+    adapters: Sequence[MetricAdapter],
+    metrics: UnitMetrics,
+    config: EvalConfig,
+    show_progress: bool,
+    part: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """:func:`evaluate_unit`, turning an unexpected failure into an error for every metric of the unit."""
     try:
-        return evaluate_unit(unit, adapters, metrics, config, show_progress)
+        return evaluate_unit(unit, adapters, metrics, config, show_progress, part)
     except Exception as err:
         cell = {"status": "error", "error": error_text(err), "traceback": traceback.format_exc()[-4000:]}
-        return {
+        payload = {
             "method": unit.method,
             "scene": unit.scene,
             "layout": unit.layout,
@@ -657,3 +716,6 @@ def evaluate_unit_safely(
             "seconds": 0.0,
             "sources": unit.sources(),
         }
+        if part is not None:
+            payload["part"] = {"index": part[0], "count": part[1], "alpha": False, "leaks": []}
+        return payload

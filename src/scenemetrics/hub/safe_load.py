@@ -51,8 +51,12 @@ def numpy_safe_globals(*, scalars: bool = False) -> list[Any]:
     return out
 
 
-def load_torch_checkpoint(path: str | os.PathLike) -> Any:
+def load_torch_checkpoint(path: str | os.PathLike, *, mmap: bool = False) -> Any:
     """``torch.load(path, map_location="cpu", weights_only=True)``, with errors that name the file.
+
+    ``mmap=True`` maps a file in torch's zip format instead of reading it (``torch.load(mmap=True)``; a legacy-format
+    file is read whole): only the tensors used are read, e.g. the 9 MB of AlexNet's ``features`` out of torchvision's
+    233 MB file. The tensors then share the file's pages (copy-on-write): copy those you keep.
 
     scenemetrics never uses the full unpickler to read a checkpoint: it can run code hidden in the file. A file that
     holds pickled Python objects besides tensors and plain containers (old training checkpoints sometimes store
@@ -70,11 +74,12 @@ def load_torch_checkpoint(path: str | os.PathLike) -> Any:
         tensor([1., 1.])
     """
     import pickle
+    import zipfile
 
     import torch
 
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap and zipfile.is_zipfile(path))
     except pickle.UnpicklingError as err:
         text = str(err)
         # refused Python objects (as opposed to bytes that are no pickle at all) are named as "GLOBAL module.name"
