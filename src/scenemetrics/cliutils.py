@@ -160,8 +160,9 @@ def preload(*modules: str) -> None:
     Example:
         >>> import gc
         >>> preload("json")
-        >>> gc.isenabled()
-        True
+        >>> gc.isenabled(), gc.get_freeze_count() > 0
+        (True, True)
+        >>> gc.unfreeze()  # only in this example: the program keeps them frozen
     """
     import gc
     import importlib
