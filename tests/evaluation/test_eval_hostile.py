@@ -174,10 +174,28 @@ def test_the_declared_total_is_checked_against_the_limit(tmp_path):
     assert not (tmp_path / "dest").exists() and not (tmp_path / "dest.partial").exists()
     assert safe_extract(archive, tmp_path / "dest", max_bytes=400 * 1024) == tmp_path / "dest"
     assert len(list((tmp_path / "dest" / "color").iterdir())) == 3
-    # the default limit comes from the free space of the destination's file system (half of it, at most 64 GiB)
-    import shutil
 
-    assert extraction_limit(tmp_path / "x" / "y") == min(64 << 30, shutil.disk_usage(tmp_path).free // 2)
+
+def test_the_default_limit_is_half_the_free_space_at_most_64_gib(tmp_path, monkeypatch):
+    """Free space is read once, at the nearest existing folder (other processes change it between two reads)."""
+    import collections
+
+    from scenemetrics.evaluation import predictions
+
+    seen = []
+    usage = collections.namedtuple("usage", "total used free")
+
+    free = {"bytes": 10_000_001}
+
+    def fake(path):
+        seen.append(Path(path))
+        return usage(2 * free["bytes"], free["bytes"], free["bytes"])
+
+    monkeypatch.setattr(predictions.shutil, "disk_usage", fake)
+    assert extraction_limit(tmp_path / "x" / "y") == 5_000_000  # half, rounded down
+    assert seen == [tmp_path]  # walked up from the folders that do not exist yet
+    free["bytes"] = 200 << 30
+    assert extraction_limit(tmp_path) == 64 << 30  # capped
 
 
 def test_written_bytes_are_counted_while_unpacking(tmp_path, monkeypatch):
