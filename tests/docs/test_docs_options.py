@@ -97,7 +97,7 @@ def test_nerfstudio_fields_come_from_the_schemas() -> None:
     derived = {f.name for f in option_flags()}
     own = {"metrics", "every_n_steps", "num_eval_views", "max_reference_views", "max_image_side", "log_maps",
            "max_logged_images", "map_colormap", "prefix", "eval_at_start", "metric_options", "panel_map", "map_range",
-           "strip_steps"}  # fmt: skip
+           "strip_steps", "background", "max_pending"}  # fmt: skip
     assert own <= fields and fields - own <= derived  # every other field comes from a schema
     # every built-in family's option is a field (a plugin another test loaded may add its own, before or after the
     # config class was built)

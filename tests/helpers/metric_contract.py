@@ -622,7 +622,7 @@ def check_meta_device(case: Case, res: Resources) -> None:
     batch = case.batches(res)[0]
     names = case.arg_names()
     tried = 0
-    for i, name in enumerate(names):
+    for i, name in enumerate(names[: len(batch)]):  # optional arguments the batch leaves out keep their defaults
         bad, changed = _first_tensor_to_meta(batch[i])
         if not changed:
             continue
