@@ -334,8 +334,6 @@ def test_several_cpu_processes_are_forked_unless_told_otherwise(monkeypatch):
     assert strategy() == "auto"
 
 
-
-
 @pytest.mark.extra("lightning")
 def test_multi_process_from_inside_python_is_refused(tree, tmp_path, capsys):
     assert _eval(tree, tmp_path / "out", "--devices", "2", "--strategy", "ddp", metrics="psnr") == 1

@@ -126,7 +126,8 @@ def test_match_by_order_id_scores_missing_as_empty():
 
 
 @pytest.mark.parametrize(
-    "challenge", [pytest.param("s23dr2025", marks=pytest.mark.extra("hss")), "s23dr2024"]  # 2025's HSS: tube IoU
+    "challenge",
+    [pytest.param("s23dr2025", marks=pytest.mark.extra("hss")), "s23dr2024"],  # 2025's HSS: tube IoU
 )
 def test_cli_s23dr_headline_score(tmp_path, capsys, challenge):
     rng = np.random.default_rng(1)
