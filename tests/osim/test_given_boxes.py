@@ -207,10 +207,10 @@ def test_json_and_csv_boxes_files_read_the_same(tmp_path):
 def test_hostile_boxes_files_fail_fast_naming_the_file(tmp_path, name, text, match):
     path = tmp_path / name
     path.write_text(text)
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a loaded machine does not stretch it
     with pytest.raises(ValueError, match=match) as info:
         read_boxes_file(path)
-    assert time.perf_counter() - start < 1.0 and str(path) in str(info.value)
+    assert time.process_time() - start < 1.0 and str(path) in str(info.value)
 
 
 def test_a_huge_boxes_file_is_refused_before_it_is_read(tmp_path):
