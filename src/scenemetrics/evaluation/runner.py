@@ -130,7 +130,17 @@ class _StoppedByRankZeroError(RuntimeError):
 def _fabric_worker(fabric: Any, config: EvalConfig) -> _Outcome | None:
     """:func:`_worker` on one of Fabric's processes. Rank 0 returns an :class:`_Outcome` (a failure and the warnings
     are values: a forked or spawned rank 0 reaches the launching process only through its return value); the other
-    ranks return ``None``, stop quietly when rank 0 failed and raise their own failures."""
+    ranks return ``None``, stop quietly when rank 0 failed and raise their own failures. Every rank ends its
+    process group (:func:`~scenemetrics.devices.end_process_group`)."""
+    from scenemetrics.devices import end_process_group
+
+    try:
+        return _fabric_rank(fabric, config)
+    finally:
+        end_process_group()
+
+
+def _fabric_rank(fabric: Any, config: EvalConfig) -> _Outcome | None:
     if fabric.global_rank != 0:
         with contextlib.suppress(_StoppedByRankZeroError):
             _worker(FabricProcesses(fabric), config)

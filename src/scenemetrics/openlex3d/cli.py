@@ -38,6 +38,7 @@ from scenemetrics.cliutils import (
     progress,
     resolve_device,
 )
+from scenemetrics.devices import end_process_group
 from scenemetrics.fileio import safe_name
 
 DATASETS = ("replica", "scannetpp", "hm3d")  # scenemetrics.openlex3d.datasets.DATASETS, without importing numpy
@@ -205,8 +206,16 @@ def _launch_distributed(config: dict[str, Any], devices: int) -> int:
     accelerator = "cpu" if resolve_device(config["device"]).type == "cpu" else "gpu"
     strategy = "ddp_spawn" if config["strategy"] == "auto" else config["strategy"]
     fabric = Fabric(accelerator=accelerator, devices=devices, num_nodes=config["num_nodes"], strategy=strategy)
-    code = fabric.launch(partial(_evaluate, config=config))
+    code = fabric.launch(partial(_evaluate_rank, config=config))
     return int(code or 0)
+
+
+def _evaluate_rank(fabric: Any, config: dict[str, Any]) -> int:
+    """:func:`_evaluate` on one of Fabric's processes, which then ends its process group."""
+    try:
+        return _evaluate(fabric, config)
+    finally:
+        end_process_group()
 
 
 # ---------------------------------------------------------------------------------------------------------------

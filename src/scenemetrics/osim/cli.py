@@ -35,6 +35,7 @@ from scenemetrics.cliutils import (
     scratch_dir,
     unit_interval,
 )
+from scenemetrics.devices import end_process_group
 from scenemetrics.jsonio import write_json
 
 __all__ = ["pair_images", "read_class_names", "read_view_boxes", "register", "run"]
@@ -261,6 +262,7 @@ def _run(args: argparse.Namespace, tmp: Path | None) -> int:
             print(RANDOM_BANNER, file=sys.stderr)
     if fabric is not None:
         fabric.barrier()
+        end_process_group()
     return 0
 
 
