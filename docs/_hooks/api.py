@@ -48,7 +48,7 @@ MODULES: tuple[tuple[str, str, str, str], ...] = (
     ("scenemetrics.registry", "registry", "registry", "Metric adapters and their option schemas."),
     ("scenemetrics.builtin_metrics", "builtin-metrics", "builtin_metrics", "The built-in metrics' adapters."),
     ("scenemetrics.stats", "stats", "stats", "AUC, class separation, the RBF MMD and array converters shared by rooms."),
-    ("scenemetrics.devices", "devices", "devices", "Device resolution (`--device`, `device=`)."),
+    ("scenemetrics.devices", "devices", "devices", "Device resolution (`--device`, `device=`); ending a process group."),
     ("scenemetrics.fileio", "fileio", "fileio", "Atomic writes, safe names from files, checked counts and arrays."),
     ("scenemetrics.types", "types", "types", "Array type aliases of the public signatures."),
     ("scenemetrics.cliutils", "cliutils", "cliutils", "Shared command-line flags, messages and progress."),
