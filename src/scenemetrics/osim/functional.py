@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -527,15 +527,8 @@ def _osim(
 ) -> OSIMResult:
     """OSIM of checked images (:func:`_check_pair`) with validated ``options``, a detector on ``t``'s device and
     checked given boxes."""
-    num_classes = yolox.num_classes
-    names = pool_names(resolve_class_names(class_names, num_classes), num_classes)
-    if t.shape[0] == 0:
-        if warn:
-            _nothing_detected_warning(options.conf_threshold)
-        return _empty_result(num_classes + 1, t.device, float("nan"), (0, 0), names)
-    objects = reference_objects(t, options, yolox, given)
-    r = torch.zeros(0, device=t.device)
-    if len(objects):
+
+    def feature_similarity(objects: ReferenceObjects) -> Tensor:
         with torch.no_grad():
             layer = options.layer
             f_test = yolox.extract(letterbox_tensor(p, yolox.input_size, True).canvas, (layer,))[layer]
@@ -543,7 +536,31 @@ def _osim(
         h_c, w_c = objects.letterbox.content_size
         step = yolox.input_size / cos.shape[-1]
         cell_limits = (math.ceil(h_c / step), math.ceil(w_c / step))
-        r = _box_means(cos, objects.image_index, box_spans(objects.boxes_letterbox, step, cell_limits))
+        return _box_means(cos, objects.image_index, box_spans(objects.boxes_letterbox, step, cell_limits))
+
+    return score_objects(t, options, yolox, feature_similarity, warn=warn, class_names=class_names, given=given)
+
+
+def score_objects(
+    t: Tensor,
+    options: OSIMOptions,
+    yolox: YOLOX,
+    object_scores: Callable[[ReferenceObjects], Tensor],
+    *,
+    warn: bool,
+    class_names: Sequence[str] | None = None,
+    given: Sequence[GivenBoxes] | None = None,
+) -> OSIMResult:
+    """OSIM's objects of the checked references ``t`` (detected and given), scored by ``object_scores`` (the
+    ``r_ij`` of every object, ``(N,)``; not called when there is none) and pooled as OSIM pools them."""
+    num_classes = yolox.num_classes
+    names = pool_names(resolve_class_names(class_names, num_classes), num_classes)
+    if t.shape[0] == 0:
+        if warn:
+            _nothing_detected_warning(options.conf_threshold)
+        return _empty_result(num_classes + 1, t.device, float("nan"), (0, 0), names)
+    objects = reference_objects(t, options, yolox, given)
+    r = object_scores(objects) if len(objects) else torch.zeros(0, device=t.device)
     return pooled_result(objects, r, num_classes, names, warn=warn, conf_threshold=options.conf_threshold)
 
 

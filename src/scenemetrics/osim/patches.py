@@ -46,18 +46,15 @@ from torch import Tensor
 
 from scenemetrics.osim.functional import (
     OSIMResult,
+    ReferenceObjects,
     _check_pair,
-    _empty_result,
-    _nothing_detected_warning,
     _resolve_model,
     box_spans,
     given_boxes,
-    pooled_result,
-    reference_objects,
-    resolve_class_names,
+    score_objects,
 )
 from scenemetrics.osim.options import OSIMOptions, SaliencyFn
-from scenemetrics.osim.regions import GivenBoxes, pool_names
+from scenemetrics.osim.regions import GivenBoxes
 from scenemetrics.osim.yolox import YOLOX
 
 __all__ = [
@@ -215,17 +212,10 @@ def _osim_patches(
     class_names: Sequence[str] | None = None,
     given: Sequence[GivenBoxes] | None = None,
 ) -> OSIMResult:
-    num_classes = yolox.num_classes
-    names = pool_names(resolve_class_names(class_names, num_classes), num_classes)
-    if t.shape[0] == 0:
-        if warn:
-            _nothing_detected_warning(options.conf_threshold)
-        return _empty_result(num_classes + 1, t.device, float("nan"), (0, 0), names)
-    objects = reference_objects(t, options, yolox, given)
-    r = torch.zeros(0, device=t.device)
-    if len(objects):
-        r = _patch_scores(p, t, objects.boxes, objects.image_index, score)
-    return pooled_result(objects, r, num_classes, names, warn=warn, conf_threshold=options.conf_threshold)
+    def patch_scores(objects: ReferenceObjects) -> Tensor:
+        return _patch_scores(p, t, objects.boxes, objects.image_index, score)
+
+    return score_objects(t, options, yolox, patch_scores, warn=warn, class_names=class_names, given=given)
 
 
 def osim_patches(
