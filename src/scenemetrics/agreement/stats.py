@@ -132,7 +132,7 @@ def fit_logistic5(
         >>> import numpy as np
         >>> x = np.linspace(0, 1, 50)
         >>> f = fit_logistic5(x, logistic5(x, 2, 3, 0.5, 0.1, 1))
-        >>> np.abs(f(x) - logistic5(x, 2, 3, 0.5, 0.1, 1)).max() < 1e-6
+        >>> bool(np.abs(f(x) - logistic5(x, 2, 3, 0.5, 0.1, 1)).max() < 1e-6)
         True
     """
     from scipy.optimize import OptimizeWarning, curve_fit
